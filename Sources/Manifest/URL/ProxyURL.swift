@@ -1,0 +1,197 @@
+/// A URL on the gateway that stands for one origin object (SPEC section 1):
+/// `GATEWAY/VHOST/ORIGIN-HOST[:PORT]/ORIGIN-PATH?ORIGIN-QUERY&xresid=ID[&xhttps=1][&xkey=1]`.
+/// It both builds such URLs and decodes a request target back to the origin URL.
+public struct ProxyURL: Hashable, Sendable {
+    /// The first path segment of a proxy URL: which service answers.
+    public enum VirtualHost: String, Hashable, Sendable {
+        /// Playlists, MPDs and every object they reference.
+        case hls = "hls.vod.p2p.com"
+        /// One whole file served by ranges.
+        case file = "xdfs.p2p.com"
+    }
+
+    public var virtualHost: VirtualHost
+    /// The origin URL, with the gateway's parameters removed from its query.
+    public var origin: OriginURL
+    public var xresid: XResID
+    /// `xkey=1`: an HLS key, fetched fresh from the origin every time, never cached or shared.
+    public var isKey: Bool
+
+    public init(virtualHost: VirtualHost, origin: OriginURL, xresid: XResID, isKey: Bool = false) {
+        self.virtualHost = virtualHost
+        self.origin = origin
+        self.xresid = xresid
+        self.isKey = isKey
+    }
+
+    /// Decodes a request target (`/VHOST/HOST/PATH?QUERY`). Throws `unknownVirtualHost` for a
+    /// first segment that is no VHOST (answered 404) and `invalidProxyURL` / `invalidXResID`
+    /// for a malformed request (answered 400).
+    public init(requestTarget: String) throws(ManifestError) {
+        let b = Array(requestTarget.utf8)
+        guard b.first == ASCII.slash else {
+            throw ManifestError(.invalidProxyURL, "request target must start with /")
+        }
+        let queryStart = b.firstIndex(of: ASCII.question) ?? b.endIndex
+        let pathBytes = b[1..<queryStart]
+        let vhostEnd = pathBytes.firstIndex(of: ASCII.slash) ?? pathBytes.endIndex
+        guard let vhost = VirtualHost(rawValue: String(decoding: pathBytes[..<vhostEnd], as: UTF8.self)) else {
+            throw ManifestError(.unknownVirtualHost, "unknown virtual host")
+        }
+        let afterVHost = vhostEnd < pathBytes.endIndex ? pathBytes[(vhostEnd + 1)...] : []
+        let hostEnd = afterVHost.firstIndex(of: ASCII.slash) ?? afterVHost.endIndex
+        let host = afterVHost[..<hostEnd]
+        guard Self.isValidAuthority(host) else {
+            throw ManifestError(.invalidProxyURL, host.isEmpty ? "no origin host" : "origin host is not valid")
+        }
+        var path = Array(afterVHost[hostEnd...])
+        if path.isEmpty { path = [ASCII.slash] }
+        if DotSegments.present(path[...]) { path = DotSegments.remove(path[...]) }
+
+        var kept: [ArraySlice<UInt8>] = []
+        var xresid: ArraySlice<UInt8>?
+        var https = false
+        var key = false
+        var failure: ManifestError?
+        if queryStart < b.endIndex {
+            QueryItems.forEach(b[(queryStart + 1)...]) { item, name in
+                guard QueryItems.isGatewayParameter(name) else {
+                    kept.append(item)
+                    return
+                }
+                let value = item.count > name.count ? item[(name.endIndex + 1)...] : []
+                switch String(decoding: name, as: UTF8.self) {
+                case "xresid": xresid = value
+                case "xmode":
+                    if !value.elementsEqual("ordered".utf8) {
+                        failure = ManifestError(.invalidProxyURL, "unknown xmode '\(String(decoding: value, as: UTF8.self))'")
+                    }
+                case "xhttps":
+                    if value.elementsEqual("1".utf8) { https = true } else if !value.elementsEqual("0".utf8) {
+                        failure = ManifestError(.invalidProxyURL, "xhttps must be 1 or 0")
+                    }
+                default:
+                    if value.elementsEqual("1".utf8) { key = true } else if !value.elementsEqual("0".utf8) {
+                        failure = ManifestError(.invalidProxyURL, "xkey must be 1 or 0")
+                    }
+                }
+            }
+        }
+        if let failure { throw failure }
+        var query: [UInt8] = []
+        for (i, item) in kept.enumerated() {
+            if i > 0 { query.append(ASCII.amp) }
+            query.append(contentsOf: item)
+        }
+        let origin = OriginURL(
+            isHTTPS: https, authority: String(decoding: host, as: UTF8.self),
+            path: String(decoding: path, as: UTF8.self),
+            query: kept.isEmpty ? nil : String(decoding: query, as: UTF8.self))
+        let id: XResID
+        if let xresid {
+            id = try XResID(String(decoding: xresid, as: UTF8.self))
+        } else {
+            id = XResID(derivedFrom: origin)
+        }
+        self.init(virtualHost: vhost, origin: origin, xresid: id, isKey: key)
+    }
+
+    /// The proxy URL on the gateway at `gateway` (e.g. `http://127.0.0.1:8080`). Throws
+    /// `reservedParameter` when the origin query already uses a gateway parameter name, since
+    /// such a URL could not be decoded back to the same origin URL.
+    public func string(gateway: String) throws(ManifestError) -> String {
+        var out: [UInt8] = []
+        let writer = ProxyWriter(gateway: gateway, virtualHost: virtualHost, xresid: xresid)
+        let bytes = Array(origin.string.utf8)
+        let c = URIComponents(bytes[...])
+        let target = ResolvedTarget(
+            isHTTPS: origin.isHTTPS, authority: bytes[c.authority!], pathHead: [], pathTail: bytes[c.path],
+            query: c.query.map { bytes[$0] }, fragment: nil)
+        try writer.write(target, isKey: isKey, into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// host, host:port or [v6]:port, with nothing that could smuggle another authority in.
+    static func isValidAuthority(_ a: ArraySlice<UInt8>) -> Bool {
+        guard !a.isEmpty else { return false }
+        return a.allSatisfy { c in
+            URIComponents.isAlpha(c) || (c >= 0x30 && c <= 0x39) || c == ASCII.dot || c == UInt8(ascii: "-")
+                || c == ASCII.colon || c == UInt8(ascii: "[") || c == UInt8(ascii: "]") || c == UInt8(ascii: "_")
+        }
+    }
+}
+
+/// Writes proxy URLs as bytes: the fast path the playlist rewriter uses for every URI.
+struct ProxyWriter: Sendable {
+    /// `GATEWAY/VHOST/`
+    let prefix: [UInt8]
+    /// `xresid=ID`
+    let xresidItem: [UInt8]
+    let isFileVHost: Bool
+    /// Query items appended to every URI whose query lacks an item of that name.
+    var inherited: [(item: [UInt8], name: [UInt8])] = []
+
+    init(gateway: String, virtualHost: ProxyURL.VirtualHost, xresid: XResID) {
+        var g = Array(gateway.utf8)
+        while g.last == ASCII.slash { g.removeLast() }
+        g.append(ASCII.slash)
+        g.append(contentsOf: virtualHost.rawValue.utf8)
+        g.append(ASCII.slash)
+        prefix = g
+        xresidItem = Array("xresid=\(xresid.value)".utf8)
+        isFileVHost = virtualHost == .file
+    }
+
+    func write(_ t: ResolvedTarget, isKey: Bool, into out: inout [UInt8]) throws(ManifestError) {
+        if let q = t.query, let name = QueryItems.firstGatewayParameter(in: q) {
+            throw ManifestError(.reservedParameter, "the origin query already has the gateway's parameter '\(name)'")
+        }
+        out.append(contentsOf: prefix)
+        out.append(contentsOf: t.authority)
+        t.write(pathInto: &out)
+        out.append(ASCII.question)
+        if let q = t.query, !q.isEmpty {
+            out.append(contentsOf: q)
+            out.append(ASCII.amp)
+        }
+        writeInherited(query: t.query, into: &out)
+        out.append(contentsOf: xresidItem)
+        if isFileVHost { out.append(contentsOf: "&xmode=ordered".utf8) }
+        if t.isHTTPS { out.append(contentsOf: "&xhttps=1".utf8) }
+        if isKey { out.append(contentsOf: "&xkey=1".utf8) }
+        if let f = t.fragment {
+            out.append(ASCII.hash)
+            out.append(contentsOf: f)
+        }
+    }
+
+    /// Appends `name=value&` for each inherited item the query lacks.
+    func writeInherited(query: ArraySlice<UInt8>?, into out: inout [UInt8]) {
+        for (item, name) in inherited {
+            if let q = query, QueryItems.contains(name: name[...], in: q) { continue }
+            out.append(contentsOf: item)
+            out.append(ASCII.amp)
+        }
+    }
+
+    /// The target as an absolute origin URL (for keys in `origin` mode), with inherited items.
+    func writeOrigin(_ t: ResolvedTarget, into out: inout [UInt8]) {
+        out.append(contentsOf: t.isHTTPS ? "https://".utf8 : "http://".utf8)
+        out.append(contentsOf: t.authority)
+        t.write(pathInto: &out)
+        let hasQuery = !(t.query?.isEmpty ?? true)
+        let missing = inherited.filter { e in !(t.query.map { QueryItems.contains(name: e.name[...], in: $0) } ?? false) }
+        if hasQuery || !missing.isEmpty {
+            out.append(ASCII.question)
+            if let q = t.query, hasQuery { out.append(contentsOf: q) }
+            for (i, e) in missing.enumerated() {
+                if hasQuery || i > 0 { out.append(ASCII.amp) }
+                out.append(contentsOf: e.item)
+            }
+        }
+        if let f = t.fragment {
+            out.append(ASCII.hash)
+            out.append(contentsOf: f)
+        }
+    }
+}

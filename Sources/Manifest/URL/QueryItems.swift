@@ -1,0 +1,104 @@
+/// Query strings as the gateway sees them: `&`-separated items kept byte for byte, never
+/// decoded or re-encoded. An item's name is what stands before its first `=`.
+enum QueryItems {
+    /// The gateway's own parameters, removed from the origin query on the way in.
+    static let gatewayParameters: [[UInt8]] = [
+        Array("xresid".utf8), Array("xmode".utf8), Array("xhttps".utf8), Array("xkey".utf8),
+    ]
+
+    /// Calls `body` with each item and its name, in order (empty items included).
+    @inline(__always)
+    static func forEach(_ q: ArraySlice<UInt8>, _ body: (_ item: ArraySlice<UInt8>, _ name: ArraySlice<UInt8>) -> Void) {
+        var start = q.startIndex
+        let end = q.endIndex
+        while true {
+            var i = start
+            var nameEnd = -1
+            while i < end && q[i] != ASCII.amp {
+                if nameEnd < 0 && q[i] == ASCII.equals { nameEnd = i }
+                i += 1
+            }
+            let item = q[start..<i]
+            body(item, q[start..<(nameEnd < 0 ? i : nameEnd)])
+            if i >= end { return }
+            start = i + 1
+        }
+    }
+
+    static func isGatewayParameter(_ name: ArraySlice<UInt8>) -> Bool {
+        guard name.first == UInt8(ascii: "x") else { return false }
+        return gatewayParameters.contains { $0.elementsEqual(name) }
+    }
+
+    /// The first gateway parameter named in `q`, if any.
+    static func firstGatewayParameter(in q: ArraySlice<UInt8>) -> String? {
+        var found: String?
+        forEach(q) { _, name in
+            if found == nil && isGatewayParameter(name) { found = String(decoding: name, as: UTF8.self) }
+        }
+        return found
+    }
+
+    static func contains(name: ArraySlice<UInt8>, in q: ArraySlice<UInt8>) -> Bool {
+        var found = false
+        forEach(q) { _, n in
+            if !found && n.elementsEqual(name) { found = true }
+        }
+        return found
+    }
+}
+
+/// Which parameters of a playlist URL's query are copied onto the URIs inside it that lack them.
+public enum InheritQuery: Hashable, Sendable {
+    /// None (the default).
+    case none
+    /// These names.
+    case names([String])
+    /// Every parameter except `_HLS_*` and the gateway's own.
+    case all
+
+    /// Parses the setting's text form: empty → none, `*` → all, else comma-separated names.
+    public init(setting: String) {
+        let trimmed = setting.trimmingSpaces
+        if trimmed.isEmpty {
+            self = .none
+        } else if trimmed == "*" {
+            self = .all
+        } else {
+            self = .names(trimmed.split(separator: ",").map { String($0).trimmingSpaces }.filter { !$0.isEmpty })
+        }
+    }
+
+    /// The raw items of `query` that children inherit, with their names.
+    func items(of query: String?) -> [(item: [UInt8], name: [UInt8])] {
+        guard let query, self != .none else { return [] }
+        let wanted: Set<[UInt8]>?
+        switch self {
+        case .none: return []
+        case .names(let n): wanted = Set(n.map { Array($0.utf8) })
+        case .all: wanted = nil
+        }
+        var out: [(item: [UInt8], name: [UInt8])] = []
+        let q = Array(query.utf8)
+        QueryItems.forEach(q[...]) { item, name in
+            guard !name.isEmpty, !QueryItems.isGatewayParameter(name) else { return }
+            if let wanted {
+                guard wanted.contains(Array(name)) else { return }
+            } else if name.starts(with: "_HLS_".utf8) {
+                return
+            }
+            if out.contains(where: { $0.name.elementsEqual(name) }) { return }
+            out.append((Array(item), Array(name)))
+        }
+        return out
+    }
+}
+
+extension String {
+    var trimmingSpaces: String {
+        var s = Substring(self)
+        while let f = s.first, f == " " || f == "\t" { s = s.dropFirst() }
+        while let l = s.last, l == " " || l == "\t" { s = s.dropLast() }
+        return String(s)
+    }
+}

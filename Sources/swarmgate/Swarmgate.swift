@@ -1,0 +1,34 @@
+import ArgumentParser
+import Foundation
+
+/// The `swarmgate` command: one binary for the gateway, the tracker and the offline tools.
+@main
+struct Swarmgate: AsyncParsableCommand {
+    static let version = "0.1.0"
+
+    static let configuration = CommandConfiguration(
+        commandName: "swarmgate",
+        abstract: "An HLS/DASH rewriting gateway with a shared piece cache and a peer swarm.",
+        version: version,
+        subcommands: [RewriteCommand.self]
+    )
+
+    /// Parses and runs, mapping failures onto SPEC's exit codes: usage errors exit 2 (the
+    /// argument parser's own default would be 64), a command's own `ExitCode` passes through.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var command = command as? any AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch let code as ExitCode {
+            Foundation.exit(code.rawValue)
+        } catch {
+            if exitCode(for: error) == .success { exit(withError: error) }  // --help, --version
+            FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+            Foundation.exit(2)
+        }
+    }
+}
