@@ -1,0 +1,59 @@
+import Foundation
+
+/// Where the tests find what lives outside the package: the shared corpus beside the checkout,
+/// the Python interpreter with the independent checkers, and temporary folders.
+enum TestEnvironment {
+    /// The package's root folder.
+    static let packageRoot: URL = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
+
+    /// `../shared/corpus` beside the checkout, or nil in a user's clone without it.
+    static let corpus: URL? = {
+        let url = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/corpus")
+        var dir: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &dir), dir.boolValue else {
+            print("shared/corpus not found beside the checkout: the conformance suites are skipped")
+            return nil
+        }
+        return url
+    }()
+
+    /// Every file below `folder` of the corpus with one of `extensions`, sorted.
+    static func corpusFiles(_ folder: String, extensions: [String]) -> [URL] {
+        guard let root = corpus?.appendingPathComponent(folder),
+            let walker = FileManager.default.enumerator(at: root, includingPropertiesForKeys: nil)
+        else { return [] }
+        return walker.compactMap { $0 as? URL }
+            .filter { u in extensions.contains { u.lastPathComponent.lowercased().hasSuffix($0) } }
+            .sorted { $0.path < $1.path }
+    }
+
+    /// The Python interpreter that has `m3u8` and `mpegdash` (scripts/test sets it up).
+    static let python: String = ProcessInfo.processInfo.environment["SWARMGATE_PYTHON"] ?? "python3"
+
+    /// Runs a script from Tests/python with the arguments, returning (exit status, stdout, stderr).
+    static func runPython(_ script: String, _ arguments: [String], stdin: Data? = nil) throws -> (Int32, String, String) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = [python, packageRoot.appendingPathComponent("Tests/python/\(script)").path] + arguments
+        let out = Pipe(), err = Pipe(), input = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        p.standardInput = input
+        try p.run()
+        if let stdin { input.fileHandleForWriting.write(stdin) }
+        try input.fileHandleForWriting.close()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+    }
+
+    /// A new empty folder under the system's temporary folder.
+    static func temporaryFolder() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("swarmgate-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+}
