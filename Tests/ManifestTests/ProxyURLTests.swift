@@ -1,0 +1,89 @@
+import Testing
+
+@testable import Manifest
+
+@Suite("The proxy URL scheme")
+struct ProxyURLTests {
+    static let gateway = "http://gw.example:8080"
+
+    @Test(arguments: [
+        "http://cdn.example.com/vod/a.m3u8",
+        "https://cdn.example.com/vod/a.m3u8?token=a%2Fb&exp=1&&sig=x=y",
+        "http://cdn.example.com:81/v%20x/seg-1.ts?a=1",
+        "http://[2001:db8::1]:8080/x/y.ts",
+        "https://CDN.Example.com/UPPER/case.ts?Q=1",
+    ])
+    func roundTrip(origin: String) throws {
+        let url = try OriginURL(origin)
+        for vhost in [ProxyURL.VirtualHost.hls, .file] {
+            for key in [false, true] {
+                let proxy = ProxyURL(virtualHost: vhost, origin: url, xresid: try XResID("stream-1.a_b"), isKey: key)
+                let s = try proxy.string(gateway: Self.gateway + "/")
+                #expect(s.hasPrefix(Self.gateway + "/" + vhost.rawValue + "/"))
+                let target = String(s.dropFirst(Self.gateway.count))
+                #expect(try ProxyURL(requestTarget: target) == proxy)
+            }
+        }
+    }
+
+    @Test func decodingKeepsTheOriginQueryByteForByte() throws {
+        let p = try ProxyURL(
+            requestTarget: "/hls.vod.p2p.com/cdn.example.com/a/b.ts?z=%2F%2f&xresid=abc&a=+1&xhttps=1&b&xkey=0")
+        #expect(p.origin.string == "https://cdn.example.com/a/b.ts?z=%2F%2f&a=+1&b")
+        #expect(p.xresid.value == "abc")
+        #expect(p.isKey == false)
+        #expect(p.virtualHost == .hls)
+    }
+
+    @Test func xresidIsDerivedFromHostAndPathNeverTheQuery() throws {
+        let a = try ProxyURL(requestTarget: "/hls.vod.p2p.com/CDN.example.com/v/a.m3u8?token=1")
+        let b = try ProxyURL(requestTarget: "/hls.vod.p2p.com/cdn.example.com/v/a.m3u8?token=2")
+        #expect(a.xresid == b.xresid)
+        #expect(a.xresid.value == MD5.hex(Array("cdn.example.com/v/a.m3u8".utf8)))
+        let c = try ProxyURL(requestTarget: "/hls.vod.p2p.com/cdn.example.com/v/b.m3u8?token=1")
+        #expect(c.xresid != a.xresid)
+    }
+
+    @Test(arguments: [
+        ("/hls.vod.p2p.com/cdn.example.com/a.ts?xresid=bad%20id", ManifestError.Code.invalidXResID),
+        ("/hls.vod.p2p.com/cdn.example.com/a.ts?xresid=", .invalidXResID),
+        ("/hls.vod.p2p.com/cdn.example.com/a.ts?xresid=" + String(repeating: "a", count: 129), .invalidXResID),
+        ("/hls.vod.p2p.com/cdn.example.com/a.ts?xmode=random", .invalidProxyURL),
+        ("/hls.vod.p2p.com/cdn.example.com/a.ts?xhttps=yes", .invalidProxyURL),
+        ("/hls.vod.p2p.com/", .invalidProxyURL),
+        ("/hls.vod.p2p.com", .invalidProxyURL),
+        ("/hls.vod.p2p.com/user@host/a.ts", .invalidProxyURL),
+        ("/www.example.com/cdn.example.com/a.ts", .unknownVirtualHost),
+        ("/", .unknownVirtualHost),
+        ("hls.vod.p2p.com/x/a.ts", .invalidProxyURL),
+    ])
+    func malformedRequestsAreNamed(target: String, code: ManifestError.Code) {
+        #expect {
+            try ProxyURL(requestTarget: target)
+        } throws: { error in
+            (error as? ManifestError)?.code == code
+        }
+    }
+
+    @Test func xmodeOrderedIsAccepted() throws {
+        let p = try ProxyURL(requestTarget: "/xdfs.p2p.com/cdn.example.com/movie.mp4?sign=1&xresid=m1&xmode=ordered")
+        #expect(p.virtualHost == .file)
+        #expect(p.origin.string == "http://cdn.example.com/movie.mp4?sign=1")
+        #expect(try p.string(gateway: "http://g") == "http://g/xdfs.p2p.com/cdn.example.com/movie.mp4?sign=1&xresid=m1&xmode=ordered")
+    }
+
+    @Test func anOriginQueryThatUsesAGatewayNameCannotBeBuilt() throws {
+        let p = ProxyURL(virtualHost: .hls, origin: try OriginURL("http://h/a.ts?xresid=1"), xresid: try XResID("x"))
+        #expect {
+            try p.string(gateway: "http://g")
+        } throws: { error in
+            (error as? ManifestError)?.code == .reservedParameter
+        }
+    }
+
+    @Test func dotSegmentsInTheRequestPathCannotEscapeTheOriginPath() throws {
+        let p = try ProxyURL(requestTarget: "/hls.vod.p2p.com/cdn.example.com/a/../../../etc/passwd")
+        #expect(p.origin.path == "/etc/passwd")
+        #expect(p.origin.authority == "cdn.example.com")
+    }
+}
