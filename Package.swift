@@ -58,3 +58,12 @@ let package = Package(
         .testTarget(name: "CLITests", dependencies: ["swarmgate"], swiftSettings: strictSwift),
     ]
 )
+
+// libFuzzer targets, built only by scripts/fuzz (SWARMGATE_FUZZ=1) with
+// `--sanitize=fuzzer --sanitize=address -Xswiftc -parse-as-library`: a plain build has no
+// fuzzer runtime to link them against.
+if Context.environment["SWARMGATE_FUZZ"] == "1" {
+    package.targets += [
+        .executableTarget(name: "HLSFuzz", dependencies: ["Manifest"], path: "Fuzz/Sources/HLSFuzz", swiftSettings: strictSwift),
+    ]
+}

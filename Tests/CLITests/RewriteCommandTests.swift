@@ -1,0 +1,135 @@
+import Foundation
+import Testing
+
+/// `swarmgate rewrite` as SPEC section 4 describes it, through the real binary.
+@Suite("swarmgate rewrite")
+struct RewriteCommandTests {
+    static let master = """
+        #EXTM3U
+        #EXT-X-DEFINE:NAME="cdn",VALUE="https://edge.example"
+        #EXT-X-STREAM-INF:BANDWIDTH=800000
+        low/index.m3u8
+        #EXT-X-STREAM-INF:BANDWIDTH=1600000
+        high/index.m3u8
+
+        """
+    static let media = "#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXTINF:4,\nseg1.ts\n#EXT-X-ENDLIST\n"
+    static let importing = "#EXTM3U\n#EXT-X-DEFINE:IMPORT=\"cdn\"\n#EXT-X-TARGETDURATION:4\n#EXTINF:4,\n{$cdn}/s.ts\n"
+
+    func folder(_ files: [String: String]) throws -> URL {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("sg-cli-\(UUID().uuidString)")
+        for (path, text) in files {
+            let url = root.appendingPathComponent(path)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(text.utf8).write(to: url)
+        }
+        return root
+    }
+
+    func allFiles(_ root: URL) -> [String] {
+        (FileManager.default.enumerator(atPath: root.path)?.allObjects as? [String] ?? [])
+            .filter { !$0.hasSuffix("/") && !((try? root.appendingPathComponent($0).resourceValues(forKeys: [.isDirectoryKey]).isDirectory) ?? false) }
+            .sorted()
+    }
+
+    @Test func oneFileGoesToStdout() throws {
+        let dir = try folder(["index.m3u8": Self.media])
+        let r = try SwarmgateProcess.run([
+            "rewrite", "--base-url", "https://cdn.example.com/v/index.m3u8?t=1", "--gateway", "http://gw:9000",
+            "--xresid", "movie-1", dir.appendingPathComponent("index.m3u8").path,
+        ])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.text == "#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXTINF:4,\nhttp://gw:9000/hls.vod.p2p.com/cdn.example.com/v/seg1.ts?xresid=movie-1&xhttps=1\n#EXT-X-ENDLIST\n")
+    }
+
+    @Test func stdinToStdoutWithInheritedTokenAndProxiedKeys() throws {
+        let input = "#EXTM3U\n#EXT-X-KEY:METHOD=AES-128,URI=\"key.bin\"\n#EXTINF:4,\ns.ts\n"
+        let r = try SwarmgateProcess.run([
+            "rewrite", "--base-url", "http://cdn.example.com/v/i.m3u8?token=abc", "--inherit-query", "token",
+            "--key-uris", "proxy", "--xresid", "x", "-",
+        ], stdin: Data(input.utf8))
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.text.contains("URI=\"http://127.0.0.1:8080/hls.vod.p2p.com/cdn.example.com/v/key.bin?token=abc&xresid=x&xkey=1\""))
+        #expect(r.text.contains("\nhttp://127.0.0.1:8080/hls.vod.p2p.com/cdn.example.com/v/s.ts?token=abc&xresid=x\n"))
+    }
+
+    @Test func aFolderIsMirroredAndMastersHandTheirXResIDAndVariablesDown() throws {
+        let dir = try folder([
+            "master.m3u8": Self.master, "low/index.m3u8": Self.importing, "high/index.m3u8": Self.media,
+            "notes.txt": "not a playlist", "deep/er/other.m3u": Self.media,
+        ])
+        let out = dir.appendingPathComponent("../\(dir.lastPathComponent)-out").standardized
+        let r = try SwarmgateProcess.run(["rewrite", "--base-url", "http://cdn.example.com/show", "--output", out.path, dir.path])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(allFiles(out) == ["deep/er/other.m3u", "high/index.m3u8", "low/index.m3u8", "master.m3u8"])
+        let masterOut = try String(contentsOf: out.appendingPathComponent("master.m3u8"), encoding: .utf8)
+        let derived = masterOut.firstMatch(of: #/xresid=([0-9a-f]{32})/#).map { String($0.1) }
+        #expect(derived != nil)
+        #expect(masterOut.contains("http://127.0.0.1:8080/hls.vod.p2p.com/cdn.example.com/show/low/index.m3u8?xresid=\(derived ?? "")\n"))
+        let low = try String(contentsOf: out.appendingPathComponent("low/index.m3u8"), encoding: .utf8)
+        #expect(low.contains("http://127.0.0.1:8080/hls.vod.p2p.com/edge.example/s.ts?xresid=\(derived ?? "")&xhttps=1"))
+        let high = try String(contentsOf: out.appendingPathComponent("high/index.m3u8"), encoding: .utf8)
+        #expect(high.contains("/cdn.example.com/show/high/seg1.ts?xresid=\(derived ?? "")\n"))
+        let other = try String(contentsOf: out.appendingPathComponent("deep/er/other.m3u"), encoding: .utf8)
+        #expect(!other.contains(derived ?? "-"), "a playlist no master references keeps its own derived xresid")
+    }
+
+    @Test func aFailedFileIsNamedWithItsLineAndTheOthersAreStillWritten() throws {
+        let dir = try folder([
+            "good.m3u8": Self.media, "bad.m3u8": "#EXTM3U\n#EXTINF:4,\n{$undefined}.ts\n", "b/alone.m3u8": Self.importing,
+        ])
+        let out = dir.appendingPathComponent("out")
+        let r = try SwarmgateProcess.run(["rewrite", "--base-url", "http://cdn.example.com/", "--output", out.path, dir.path])
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("bad.m3u8: line 3: variable 'undefined' is not defined [undefinedVariable]"), "\(r.stderr)")
+        #expect(r.stderr.contains("alone.m3u8: line 2: IMPORT of 'cdn'"), "\(r.stderr)")
+        #expect(allFiles(out) == ["good.m3u8"], "no partial or temporary file is left for the failures")
+    }
+
+    @Test func anExistingOutputIsReplacedWholeNeverTruncated() throws {
+        let dir = try folder(["in.m3u8": "#EXTM3U\n#EXTINF:4,\n\0.ts\n", "out.m3u8": "previous"])
+        let outPath = dir.appendingPathComponent("out.m3u8").path
+        let r = try SwarmgateProcess.run(["rewrite", "--base-url", "http://h/i.m3u8", "--output", outPath, dir.appendingPathComponent("in.m3u8").path])
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("line 3: control byte 0x0"), "\(r.stderr)")
+        #expect(try String(contentsOfFile: outPath, encoding: .utf8) == "previous")
+        #expect(allFiles(dir) == ["in.m3u8", "out.m3u8"])
+    }
+
+    @Test(arguments: [
+        ["rewrite", "-"],
+        ["rewrite", "--base-url", "http://h/", "--key-uris", "sideways", "-"],
+        ["rewrite", "--base-url", "http://h/", "--xresid", "bad id!", "-"],
+        ["rewrite", "--base-url", "not a url", "-"],
+        ["rewrite", "--base-url", "http://h/"],
+        ["rewrite", "--base-url", "http://h/", "--no-such-flag", "-"],
+        ["frobnicate"],
+    ])
+    func usageErrorsExitTwo(arguments: [String]) throws {
+        let r = try SwarmgateProcess.run(arguments, stdin: Data("#EXTM3U\n".utf8))
+        #expect(r.status == 2, "\(r.stderr)")
+        #expect(!r.stderr.isEmpty)
+    }
+
+    @Test func aFolderWithoutOutputIsAUsageError() throws {
+        let dir = try folder(["a.m3u8": Self.media])
+        let r = try SwarmgateProcess.run(["rewrite", "--base-url", "http://h/", dir.path])
+        #expect(r.status == 2)
+        #expect(r.stderr.contains("--output is required"))
+    }
+
+    @Test func aMissingInputIsAFailureNotAUsageError() throws {
+        let dir = try folder(["a.m3u8": Self.media])
+        let r = try SwarmgateProcess.run(["rewrite", "--base-url", "http://h/", "--output", dir.appendingPathComponent("o").path,
+            dir.appendingPathComponent("a.m3u8").path, "/nonexistent/b.m3u8"])
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("/nonexistent/b.m3u8: no such file or folder"))
+        #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("o/a.m3u8").path))
+    }
+
+    @Test func helpExitsZero() throws {
+        let r = try SwarmgateProcess.run(["rewrite", "--help"])
+        #expect(r.status == 0)
+        #expect(r.text.contains("--base-url"))
+    }
+}
