@@ -67,3 +67,10 @@ if Context.environment["SWARMGATE_FUZZ"] == "1" {
         .executableTarget(name: "HLSFuzz", dependencies: ["Manifest"], path: "Fuzz/Sources/HLSFuzz", swiftSettings: strictSwift),
     ]
 }
+
+// The in-process throughput tool that scripts/bench runs (SWARMGATE_BENCH=1, release build).
+if Context.environment["SWARMGATE_BENCH"] == "1" {
+    package.targets += [
+        .executableTarget(name: "ManifestBench", dependencies: ["Manifest"], path: "Benchmarks/ManifestBench", swiftSettings: strictSwift),
+    ]
+}
