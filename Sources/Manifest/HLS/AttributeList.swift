@@ -12,7 +12,7 @@ struct AttributeList {
 
     /// Reads the attributes of `b[range]`. An unterminated quoted string is an error; anything
     /// else odd (a name without `=`) is skipped, as players do.
-    init(_ b: [UInt8], _ range: Range<Int>, line: Int) throws(ManifestError) {
+    init(_ b: ByteView, _ range: Range<Int>, line: Int) throws(ManifestError) {
         var i = range.lowerBound
         let end = range.upperBound
         while i < end {
@@ -39,7 +39,7 @@ struct AttributeList {
         }
     }
 
-    func first(_ name: StaticString, in b: [UInt8]) -> Attribute? {
+    func first(_ name: StaticString, in b: ByteView) -> Attribute? {
         attributes.first { a in
             name.withUTF8Buffer { n in b[a.name].elementsEqual(n) }
         }

@@ -46,10 +46,20 @@ public struct HLSRewriter: Sendable {
     /// Rewrites `input`, or throws a `ManifestError` naming the line at fault. Never returns a
     /// partial result.
     public func rewrite(_ input: [UInt8]) throws(ManifestError) -> HLSRewrite {
-        var run = HLSRewriteRun(rewriter: self, input: input)
-        try run.run()
-        return HLSRewrite(
-            output: run.out, kind: run.kind, variables: run.definedVariables, references: run.references)
+        try input.withUnsafeBufferPointer { (bytes) throws(ManifestError) -> HLSRewrite in try rewrite(bytes) }
+    }
+
+    /// Rewrites bytes the caller owns (a mapped file, say) without copying them first.
+    public func rewrite(_ input: UnsafeBufferPointer<UInt8>) throws(ManifestError) -> HLSRewrite {
+        guard input.count <= options.maxInputSize else {
+            throw ManifestError(.inputTooLarge, "playlist is \(input.count) bytes, over the limit of \(options.maxInputSize)")
+        }
+        return try base.withView { (base) throws(ManifestError) -> HLSRewrite in
+            var run = HLSRewriteRun(rewriter: self, input: input, base: base)
+            try run.run()
+            return HLSRewrite(
+                output: run.out, kind: run.kind, variables: run.definedVariables, references: run.references)
+        }
     }
 
     /// Rewrites text.
@@ -58,10 +68,12 @@ public struct HLSRewriter: Sendable {
     }
 }
 
-/// The state of one rewrite.
+/// The state of one rewrite. It borrows the input and the base (see `ByteView`), so it lives
+/// only inside `HLSRewriter.rewrite`.
 struct HLSRewriteRun {
     let r: HLSRewriter
-    let input: [UInt8]
+    let input: ByteView
+    let base: BaseView
     var out: [UInt8] = []
     /// Input before this index has been copied to `out`.
     var copied = 0
@@ -81,21 +93,26 @@ struct HLSRewriteRun {
     var pendingDuration: Double?
     var queryItems: [(item: [UInt8], name: [UInt8])]?
 
-    init(rewriter: HLSRewriter, input: [UInt8]) {
+    /// `GATEWAY/hls.vod.p2p.com/AUTHORITY/DIRECTORY/` of the playlist URL.
+    let directoryPrefix: [UInt8]
+
+    init(rewriter: HLSRewriter, input: ByteView, base: BaseView) {
         r = rewriter
         self.input = input
+        self.base = base
+        directoryPrefix = rewriter.writer.prefix + Array(base.authority) + Array(base.directory)
     }
 
     mutating func run() throws(ManifestError) {
         let b = input
         let count = b.count
-        guard count <= r.options.maxInputSize else {
-            throw ManifestError(.inputTooLarge, "playlist is \(count) bytes, over the limit of \(r.options.maxInputSize)")
-        }
         if count >= 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF {
             throw ManifestError(.byteOrderMark, line: 1, "playlist starts with a UTF-8 byte order mark")
         }
-        out.reserveCapacity(count + count / 2 + 256)
+        // Proxy URLs are longer than the relative URIs they replace: a segment-heavy playlist
+        // roughly doubles, and growing a large buffer midway would copy it.
+        out.reserveCapacity(2 * count + 4096)
+        LargeBuffer.preferHugePages(&out)
         var i = 0
         while i < count {
             line += 1
@@ -103,6 +120,8 @@ struct HLSRewriteRun {
             var j = i
             var contentEnd = -1
             while j < count {
+                j = Self.skipPlainASCII(b, from: j)
+                guard j < count else { break }
                 let c = b[j]
                 if c >= 0x20 && c < 0x7F {
                     j += 1
@@ -130,7 +149,33 @@ struct HLSRewriteRun {
         if !sawHeader {
             throw ManifestError(.notAPlaylist, "no #EXTM3U header: this is not an HLS playlist")
         }
-        out.append(contentsOf: b[copied..<count])
+        out.append(contentsOf: b.view(copied..<count))
+    }
+
+    /// The index of the first byte at or after `i` that is not printable ASCII (0x20-0x7E),
+    /// looking at eight bytes at a time; `b.count` if there is none.
+    @inline(__always)
+    static func skipPlainASCII(_ b: ByteView, from i: Int) -> Int {
+        var i = i
+        let count = b.count
+        if let base = b.baseAddress {
+            let raw = UnsafeRawPointer(base)
+            while i + 8 <= count {
+                let x = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                let high = x & 0x8080_8080_8080_8080  // >= 0x80
+                let below = (x &- 0x2020_2020_2020_2020) & ~x & 0x8080_8080_8080_8080  // < 0x20
+                let y = x ^ 0x7F7F_7F7F_7F7F_7F7F
+                let del = (y &- 0x0101_0101_0101_0101) & ~y & 0x8080_8080_8080_8080  // == 0x7F
+                if high | below | del != 0 { break }
+                i += 8
+            }
+        }
+        while i < count {
+            let c = b[i]
+            if c < 0x20 || c >= 0x7F { return i }
+            i += 1
+        }
+        return count
     }
 
     /// Checks the UTF-8 sequence starting at `j` and returns the index after it.
@@ -176,9 +221,9 @@ struct HLSRewriteRun {
         if !sawHeader {
             // RFC 8216 wants #EXTM3U on the first line; comment and blank lines before it are
             // tolerated, as lenient players do, so the gateway never breaks a stream that plays.
-            if b[range].starts(with: "#EXTM3U".utf8) {
+            if b.view(range).starts(with: "#EXTM3U".utf8) {
                 sawHeader = true
-            } else if start < end && (b[start] != ASCII.hash || b[start...].starts(with: "#EXT".utf8)) {
+            } else if start < end && (b[start] != ASCII.hash || b.view(start..<end).starts(with: "#EXT".utf8)) {
                 throw ManifestError(.notAPlaylist, line: line, "no #EXTM3U header before this line: this is not an HLS playlist")
             }
             return
@@ -204,7 +249,20 @@ struct HLSRewriteRun {
         let b = input
         var nameEnd = range.lowerBound + 1
         while nameEnd < range.upperBound && b[nameEnd] != ASCII.colon { nameEnd += 1 }
-        guard let rule = HLSTagRule.table[b[(range.lowerBound + 1)..<nameEnd]] else { return }
+        let name = b.view((range.lowerBound + 1)..<nameEnd)
+        let rule: HLSTagRule
+        if name.count == 6 && name[0] == 0x45 && name[1] == 0x58 && name[2] == 0x54 && name[3] == 0x49
+            && name[4] == 0x4E && name[5] == 0x46
+        {  // "EXTINF"
+            // By far the most common tag: skip the table.
+            if r.options.collectReferences {
+                let value = min(nameEnd + 1, range.upperBound)..<range.upperBound
+                let comma = b.view(value).firstIndex(of: ASCII.comma).map { $0 + value.lowerBound } ?? value.upperBound
+                pendingDuration = Double(String(decoding: b.view(value.lowerBound..<comma), as: UTF8.self))
+            }
+            return
+        }
+        if let known = HLSTagRule.rule(named: name) { rule = known } else { return }
         if rule.kind == .master { sawMasterTag = true }
         let value = min(nameEnd + 1, range.upperBound)..<range.upperBound
         switch rule.action {
@@ -213,17 +271,14 @@ struct HLSRewriteRun {
         case .streamInf:
             nextURIIsVariant = true
         case .extinf:
-            if r.options.collectReferences {
-                let comma = b[value].firstIndex(of: ASCII.comma) ?? value.upperBound
-                pendingDuration = Double(String(decoding: b[value.lowerBound..<comma], as: UTF8.self))
-            }
+            break  // handled above
         case .byteRange:
             pendingByteRange = try byteRange(value, allowImplicitOffset: true)
         case .define:
             try define(value)
         case .key(let role):
             let attrs = try AttributeList(b, value, line: line)
-            if let method = attrs.first("METHOD", in: b), b[method.value].elementsEqual("NONE".utf8) { return }
+            if let method = attrs.first("METHOD", in: b), b.view(method.value).elementsEqual("NONE".utf8) { return }
             if let uri = attrs.first("URI", in: b) {
                 try rewriteAttribute(uri, role: role)
             }
@@ -252,7 +307,7 @@ struct HLSRewriteRun {
     /// `length[@offset]`, each a decimal that fits in 64 bits, and their sum too.
     mutating func byteRange(_ range: Range<Int>, allowImplicitOffset: Bool) throws(ManifestError) -> ByteRange {
         let b = input
-        let at = b[range].firstIndex(of: ASCII.at)
+        let at = b.view(range).firstIndex(of: ASCII.at).map { $0 + range.lowerBound }
         func number(_ r: Range<Int>) throws(ManifestError) -> UInt64 {
             guard !r.isEmpty, r.count <= 20 else {
                 throw ManifestError(.invalidByteRange, line: line, "byte range is not length[@offset]")
@@ -299,15 +354,15 @@ struct HLSRewriteRun {
                 throw ManifestError(.invalidVariable, line: line, "EXT-X-DEFINE with NAME needs a VALUE")
             }
             nameAttr = n
-            defined = Array(b[v.value])
-            if containsReference(to: b[n.value], in: defined[...]) {
+            defined = Array(b.view(v.value))
+            if containsReference(to: Array(b.view(n.value)), in: defined) {
                 throw ManifestError(
                     .recursiveVariable, line: line,
-                    "variable '\(String(decoding: b[n.value], as: UTF8.self))' refers to itself")
+                    "variable '\(String(decoding: b.view(n.value), as: UTF8.self))' refers to itself")
             }
         } else if let n = attrs.first("IMPORT", in: b) {
             nameAttr = n
-            let name = String(decoding: b[n.value], as: UTF8.self)
+            let name = String(decoding: b.view(n.value), as: UTF8.self)
             guard let v = r.options.importedVariables[name] else {
                 throw ManifestError(
                     .undefinedVariable, line: line, "IMPORT of '\(name)', which the parent playlist does not define")
@@ -316,7 +371,7 @@ struct HLSRewriteRun {
         } else if let n = attrs.first("QUERYPARAM", in: b) {
             nameAttr = n
             if queryItems == nil { queryItems = InheritQuery.all.items(of: r.playlistURL.query) }
-            let name = b[n.value]
+            let name = b.view(n.value)
             guard let item = queryItems?.first(where: { $0.name.elementsEqual(name) }) else {
                 throw ManifestError(
                     .undefinedVariable, line: line,
@@ -326,7 +381,7 @@ struct HLSRewriteRun {
         } else {
             throw ManifestError(.invalidVariable, line: line, "EXT-X-DEFINE needs NAME, IMPORT or QUERYPARAM")
         }
-        let name = Array(b[nameAttr.value])
+        let name = Array(b.view(nameAttr.value))
         guard nameAttr.isQuoted, !name.isEmpty, name.allSatisfy(Self.isVariableNameByte) else {
             throw ManifestError(.invalidVariable, line: line, "variable names are [A-Za-z0-9_-]+ in quotes")
         }
@@ -342,14 +397,14 @@ struct HLSRewriteRun {
         URIComponents.isAlpha(c) || (c >= 0x30 && c <= 0x39) || c == UInt8(ascii: "_") || c == UInt8(ascii: "-")
     }
 
-    func containsReference(to name: ArraySlice<UInt8>, in s: ArraySlice<UInt8>) -> Bool {
+    func containsReference(to name: [UInt8], in s: [UInt8]) -> Bool {
         var found = false
         forEachReference(in: s) { r in if r.elementsEqual(name) { found = true } }
         return found
     }
 
     /// Calls `body` with the name of each well-formed `{$name}` in `s`.
-    func forEachReference(in s: ArraySlice<UInt8>, _ body: (ArraySlice<UInt8>) -> Void) {
+    func forEachReference<C: RandomAccessCollection<UInt8>>(in s: C, _ body: (C.SubSequence) -> Void) where C.Index == Int {
         var i = s.startIndex
         while i + 1 < s.endIndex {
             if s[i] == UInt8(ascii: "{") && s[i + 1] == UInt8(ascii: "$") {
@@ -366,7 +421,7 @@ struct HLSRewriteRun {
     }
 
     /// `s` with every `{$name}` replaced by its value: one pass, values are not rescanned.
-    func substitute(_ s: ArraySlice<UInt8>) throws(ManifestError) -> [UInt8] {
+    func substitute(_ s: ByteView) throws(ManifestError) -> [UInt8] {
         var out: [UInt8] = []
         var i = s.startIndex
         var copiedTo = i
@@ -407,27 +462,41 @@ struct HLSRewriteRun {
     }
 
     mutating func rewriteURI(_ range: Range<Int>, role: HLSReference.Role) throws(ManifestError) {
-        let raw = input[range]
-        var expanded: [UInt8] = []
-        var ref = raw
-        if raw.count > 1 && raw.contains(UInt8(ascii: "$")) {
-            expanded = try substitute(raw)
-            ref = expanded[...]
+        let raw = input.view(range)
+        if raw.count > 1 && raw.index(of: UInt8(ascii: "$"), from: 0) < raw.count {
+            let expanded = try substitute(raw)
+            try expanded.withUnsafeBufferPointer { (ref) throws(ManifestError) in
+                try rewriteURI(ref, replacing: range, role: role)
+            }
+        } else {
+            try rewriteURI(raw, replacing: range, role: role)
         }
+    }
+
+    /// Writes the proxy (or origin) URL for `ref` in place of the input bytes in `range`.
+    mutating func rewriteURI(_ ref: ByteView, replacing range: Range<Int>, role: HLSReference.Role) throws(ManifestError) {
         if ref.isEmpty {
             throw ManifestError(.emptyURI, line: line, "empty URI")
         }
         let target: ResolvedTarget
         do {
-            switch try r.base.resolve(ref) {
+            switch try base.resolve(ref) {
             case .other: return
             case .http(let t): target = t
             }
-            out.append(contentsOf: input[copied..<range.lowerBound])
-            if (role == .key || role == .sessionKey) && r.options.keyURIs == .origin {
+            out.append(contentsOf: input.view(copied..<range.lowerBound))
+            let isKey = role == .key || role == .sessionKey
+            if isKey && r.options.keyURIs == .origin {
                 r.writer.writeOrigin(target, into: &out)
+            } else if target.normalizedPath == nil && target.pathHead.baseAddress == base.directory.baseAddress
+                && target.authority.baseAddress == base.authority.baseAddress && target.pathHead.count > 0
+            {
+                // The common case, a path relative to the playlist's folder: the proxy URL up to
+                // the end of that folder is the same for every such URI.
+                out.append(contentsOf: directoryPrefix)
+                try r.writer.write(afterPrefix: target, isKey: isKey, skippingAuthorityAndHead: true, into: &out)
             } else {
-                try r.writer.write(target, isKey: role == .key || role == .sessionKey, into: &out)
+                try r.writer.write(target, isKey: isKey, into: &out)
             }
         } catch {
             throw ManifestError(error.code, line: line, error.message)

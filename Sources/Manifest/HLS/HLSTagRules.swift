@@ -16,7 +16,9 @@ struct HLSTagRule: Sendable {
     /// The playlist kind that this tag only appears in, if any.
     var kind: HLSPlaylistKind?
 
-    static let table: [ArraySlice<UInt8>: HLSTagRule] = {
+    /// Known tags by name (without "#"). A short list scanned by length then bytes: cheaper
+    /// than hashing each tag name of a large playlist.
+    static let table: [(name: [UInt8], rule: HLSTagRule)] = {
         let rules: [(String, HLSTagRule)] = [
             ("EXTINF", .init(action: .extinf, kind: .media)),
             ("EXT-X-TARGETDURATION", .init(action: .none, kind: .media)),
@@ -42,8 +44,13 @@ struct HLSTagRule: Sendable {
             ("EXT-X-CONTENT-STEERING", .init(action: .uris([("SERVER-URI", .steering)]), kind: .master)),
             ("EXT-X-DEFINE", .init(action: .define, kind: nil)),
         ]
-        var t: [ArraySlice<UInt8>: HLSTagRule] = [:]
-        for (name, rule) in rules { t[Array(name.utf8)[...]] = rule }
-        return t
+        return rules.map { (Array($0.0.utf8), $0.1) }
     }()
+
+    static func rule(named name: ByteView) -> HLSTagRule? {
+        for entry in table where entry.name.count == name.count && entry.name.elementsEqual(name) {
+            return entry.rule
+        }
+        return nil
+    }
 }

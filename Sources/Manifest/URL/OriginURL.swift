@@ -13,7 +13,7 @@ public struct OriginURL: Hashable, Sendable, CustomStringConvertible {
     /// Parses an absolute http(s) URL.
     public init(_ string: String) throws(ManifestError) {
         let bytes = Array(string.utf8)
-        let c = URIComponents(bytes[...])
+        let c = bytes.withUnsafeBufferPointer { URIComponents($0) }
         guard let s = c.scheme,
             ASCII.equalsIgnoringCase(bytes[s], "http") || ASCII.equalsIgnoringCase(bytes[s], "https")
         else {
@@ -25,7 +25,7 @@ public struct OriginURL: Hashable, Sendable, CustomStringConvertible {
         try ResolutionBase.checkAuthority(bytes[a])
         var path = Array(bytes[c.path])
         if path.isEmpty { path = [ASCII.slash] }
-        if DotSegments.present(path[...]) { path = DotSegments.remove(path[...]) }
+        if DotSegments.present(path) { path = DotSegments.remove(path) }
         self.init(
             isHTTPS: ASCII.equalsIgnoringCase(bytes[s], "https"),
             authority: String(decoding: bytes[a], as: UTF8.self),
@@ -93,9 +93,13 @@ public struct OriginURL: Hashable, Sendable, CustomStringConvertible {
     /// for a reference with another scheme (`skd:`, `data:`...), which is not an origin URL.
     public func resolve(_ reference: String) throws(ManifestError) -> OriginURL? {
         let ref = Array(reference.utf8)
-        switch try ResolutionBase(self).resolve(ref[...]) {
-        case .http(let t): return OriginURL(t)
-        case .other: return nil
+        return try ResolutionBase(self).withView { (base) throws(ManifestError) -> OriginURL? in
+            try ref.withUnsafeBufferPointer { (r) throws(ManifestError) -> OriginURL? in
+                switch try base.resolve(r) {
+                case .http(let t): return OriginURL(t)
+                case .other: return nil
+                }
+            }
         }
     }
 }

@@ -46,7 +46,7 @@ public struct ProxyURL: Hashable, Sendable {
         }
         var path = Array(afterVHost[hostEnd...])
         if path.isEmpty { path = [ASCII.slash] }
-        if DotSegments.present(path[...]) { path = DotSegments.remove(path[...]) }
+        if DotSegments.present(path) { path = DotSegments.remove(path) }
 
         var kept: [ArraySlice<UInt8>] = []
         var xresid: ArraySlice<UInt8>?
@@ -103,11 +103,13 @@ public struct ProxyURL: Hashable, Sendable {
         var out: [UInt8] = []
         let writer = ProxyWriter(gateway: gateway, virtualHost: virtualHost, xresid: xresid)
         let bytes = Array(origin.string.utf8)
-        let c = URIComponents(bytes[...])
-        let target = ResolvedTarget(
-            isHTTPS: origin.isHTTPS, authority: bytes[c.authority!], pathHead: [], pathTail: bytes[c.path],
-            query: c.query.map { bytes[$0] }, fragment: nil)
-        try writer.write(target, isKey: isKey, into: &out)
+        try bytes.withUnsafeBufferPointer { (b) throws(ManifestError) in
+            let c = URIComponents(b)
+            let target = ResolvedTarget(
+                isHTTPS: origin.isHTTPS, authority: b.view(c.authority!), pathTail: b.view(c.path),
+                query: c.query.map { b.view($0) })
+            try writer.write(target, isKey: isKey, into: &out)
+        }
         return String(decoding: out, as: UTF8.self)
     }
 
@@ -121,13 +123,14 @@ public struct ProxyURL: Hashable, Sendable {
     }
 }
 
-/// Writes proxy URLs as bytes: the fast path the playlist rewriter uses for every URI.
+/// Writes proxy URLs as bytes: the fast path the playlist rewriter uses for every URI. The
+/// constant parts are prepared once so that a URI costs a few memory copies.
 struct ProxyWriter: Sendable {
     /// `GATEWAY/VHOST/`
     let prefix: [UInt8]
-    /// `xresid=ID`
-    let xresidItem: [UInt8]
-    let isFileVHost: Bool
+    /// The gateway's parameters as they end a proxy URL, indexed by `suffixIndex`: each in a
+    /// form with and without the leading "&".
+    let suffixes: [[UInt8]]
     /// Query items appended to every URI whose query lacks an item of that name.
     var inherited: [(item: [UInt8], name: [UInt8])] = []
 
@@ -138,27 +141,54 @@ struct ProxyWriter: Sendable {
         g.append(contentsOf: virtualHost.rawValue.utf8)
         g.append(ASCII.slash)
         prefix = g
-        xresidItem = Array("xresid=\(xresid.value)".utf8)
-        isFileVHost = virtualHost == .file
+        var suffixes: [[UInt8]] = []
+        for https in [false, true] {
+            for key in [false, true] {
+                var s = "xresid=\(xresid.value)"
+                if virtualHost == .file { s += "&xmode=ordered" }
+                if https { s += "&xhttps=1" }
+                if key { s += "&xkey=1" }
+                suffixes.append(Array(s.utf8))
+                suffixes.append(Array(("&" + s).utf8))
+            }
+        }
+        self.suffixes = suffixes
+    }
+
+    @inline(__always)
+    static func suffixIndex(https: Bool, key: Bool, ampersand: Bool) -> Int {
+        (https ? 4 : 0) + (key ? 2 : 0) + (ampersand ? 1 : 0)
     }
 
     func write(_ t: ResolvedTarget, isKey: Bool, into out: inout [UInt8]) throws(ManifestError) {
+        out.append(contentsOf: prefix)
+        try write(afterPrefix: t, isKey: isKey, into: &out)
+    }
+
+    /// Everything after `GATEWAY/VHOST/`, when the caller wrote that (and maybe more) itself.
+    @inline(__always)
+    func write(afterPrefix t: ResolvedTarget, isKey: Bool, skippingAuthorityAndHead: Bool = false, into out: inout [UInt8]) throws(ManifestError) {
         if let q = t.query, let name = QueryItems.firstGatewayParameter(in: q) {
             throw ManifestError(.reservedParameter, "the origin query already has the gateway's parameter '\(name)'")
         }
-        out.append(contentsOf: prefix)
-        out.append(contentsOf: t.authority)
-        t.write(pathInto: &out)
+        if skippingAuthorityAndHead {
+            out.append(contentsOf: t.pathTail)
+        } else {
+            out.append(contentsOf: t.authority)
+            t.write(pathInto: &out)
+        }
         out.append(ASCII.question)
+        var ampersand = false
         if let q = t.query, !q.isEmpty {
             out.append(contentsOf: q)
-            out.append(ASCII.amp)
+            ampersand = true
         }
-        writeInherited(query: t.query, into: &out)
-        out.append(contentsOf: xresidItem)
-        if isFileVHost { out.append(contentsOf: "&xmode=ordered".utf8) }
-        if t.isHTTPS { out.append(contentsOf: "&xhttps=1".utf8) }
-        if isKey { out.append(contentsOf: "&xkey=1".utf8) }
+        if !inherited.isEmpty {
+            if ampersand { out.append(ASCII.amp) }
+            writeInherited(query: t.query, into: &out)
+            ampersand = false
+        }
+        out.append(contentsOf: suffixes[Self.suffixIndex(https: t.isHTTPS, key: isKey, ampersand: ampersand)])
         if let f = t.fragment {
             out.append(ASCII.hash)
             out.append(contentsOf: f)
@@ -166,9 +196,9 @@ struct ProxyWriter: Sendable {
     }
 
     /// Appends `name=value&` for each inherited item the query lacks.
-    func writeInherited(query: ArraySlice<UInt8>?, into out: inout [UInt8]) {
+    func writeInherited(query: ByteView?, into out: inout [UInt8]) {
         for (item, name) in inherited {
-            if let q = query, QueryItems.contains(name: name[...], in: q) { continue }
+            if let q = query, QueryItems.contains(name: name, in: q) { continue }
             out.append(contentsOf: item)
             out.append(ASCII.amp)
         }
@@ -180,7 +210,7 @@ struct ProxyWriter: Sendable {
         out.append(contentsOf: t.authority)
         t.write(pathInto: &out)
         let hasQuery = !(t.query?.isEmpty ?? true)
-        let missing = inherited.filter { e in !(t.query.map { QueryItems.contains(name: e.name[...], in: $0) } ?? false) }
+        let missing = inherited.filter { e in !(t.query.map { QueryItems.contains(name: e.name, in: $0) } ?? false) }
         if hasQuery || !missing.isEmpty {
             out.append(ASCII.question)
             if let q = t.query, hasQuery { out.append(contentsOf: q) }

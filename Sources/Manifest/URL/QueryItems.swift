@@ -8,7 +8,9 @@ enum QueryItems {
 
     /// Calls `body` with each item and its name, in order (empty items included).
     @inline(__always)
-    static func forEach(_ q: ArraySlice<UInt8>, _ body: (_ item: ArraySlice<UInt8>, _ name: ArraySlice<UInt8>) -> Void) {
+    static func forEach<C: RandomAccessCollection<UInt8>>(
+        _ q: C, _ body: (_ item: C.SubSequence, _ name: C.SubSequence) -> Void
+    ) where C.Index == Int {
         var start = q.startIndex
         let end = q.endIndex
         while true {
@@ -25,21 +27,29 @@ enum QueryItems {
         }
     }
 
-    static func isGatewayParameter(_ name: ArraySlice<UInt8>) -> Bool {
+    static func isGatewayParameter<C: Collection<UInt8>>(_ name: C) -> Bool {
         guard name.first == UInt8(ascii: "x") else { return false }
         return gatewayParameters.contains { $0.elementsEqual(name) }
     }
 
-    /// The first gateway parameter named in `q`, if any.
-    static func firstGatewayParameter(in q: ArraySlice<UInt8>) -> String? {
-        var found: String?
-        forEach(q) { _, name in
-            if found == nil && isGatewayParameter(name) { found = String(decoding: name, as: UTF8.self) }
+    /// The first gateway parameter named in `q`, if any. Runs for every URI of a playlist, so
+    /// it only looks closer at items that start with "x".
+    static func firstGatewayParameter(in q: ByteView) -> String? {
+        var i = 0
+        let end = q.count
+        while i < end {
+            if q[i] == UInt8(ascii: "x") {
+                var j = i
+                while j < end && q[j] != ASCII.equals && q[j] != ASCII.amp { j += 1 }
+                let name = q.view(i..<j)
+                if isGatewayParameter(name) { return String(decoding: name, as: UTF8.self) }
+            }
+            i = q.index(of: ASCII.amp, from: i) + 1
         }
-        return found
+        return nil
     }
 
-    static func contains(name: ArraySlice<UInt8>, in q: ArraySlice<UInt8>) -> Bool {
+    static func contains<C: RandomAccessCollection<UInt8>>(name: [UInt8], in q: C) -> Bool where C.Index == Int {
         var found = false
         forEach(q) { _, n in
             if !found && n.elementsEqual(name) { found = true }
@@ -80,7 +90,7 @@ public enum InheritQuery: Hashable, Sendable {
         }
         var out: [(item: [UInt8], name: [UInt8])] = []
         let q = Array(query.utf8)
-        QueryItems.forEach(q[...]) { item, name in
+        QueryItems.forEach(q) { item, name in
             guard !name.isEmpty, !QueryItems.isGatewayParameter(name) else { return }
             if let wanted {
                 guard wanted.contains(Array(name)) else { return }

@@ -1,6 +1,32 @@
 /// Byte-level URI reference handling (RFC 3986): splitting a reference into its components and
-/// resolving it against a base. It works on byte slices and allocates only when a path has dot
-/// segments, because a VOD playlist can hold a hundred thousand URIs.
+/// resolving it against a base. A VOD playlist can hold a hundred thousand URIs, so this works
+/// on borrowed byte views (no reference counting) and allocates only for dot segments.
+///
+/// A `ByteView` borrows memory: it is valid only inside the `withUnsafeBufferPointer` call that
+/// produced it, and nothing holding one (`ResolvedTarget`, `BaseView`) may outlive that call.
+typealias ByteView = UnsafeBufferPointer<UInt8>
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+extension UnsafeBufferPointer where Element == UInt8 {
+    static var empty: ByteView { ByteView(start: nil, count: 0) }
+
+    @inline(__always) func view(_ r: Range<Int>) -> ByteView { ByteView(rebasing: self[r]) }
+
+    /// The index of the first `byte` in `from..<count` (libc's vectorised memchr), or `count`.
+    @inline(__always) func index(of byte: UInt8, from: Int) -> Int {
+        guard from < count, let base = baseAddress else { return count }
+        guard let hit = memchr(base + from, Int32(byte), count - from) else { return count }
+        return UnsafeRawPointer(hit) - UnsafeRawPointer(base)
+    }
+}
+
 enum ASCII {
     static let slash = UInt8(ascii: "/")
     static let colon = UInt8(ascii: ":")
@@ -21,15 +47,10 @@ enum ASCII {
         (b >= 0x41 && b <= 0x5A) ? b | 0x20 : b
     }
 
-    static func equalsIgnoringCase(_ a: ArraySlice<UInt8>, _ lowercased: StaticString) -> Bool {
+    static func equalsIgnoringCase<C: Collection<UInt8>>(_ a: C, _ lowercased: StaticString) -> Bool {
         guard a.count == lowercased.utf8CodeUnitCount else { return false }
         return lowercased.withUTF8Buffer { b in
-            var i = a.startIndex
-            for c in b {
-                if lower(a[i]) != c { return false }
-                i += 1
-            }
-            return true
+            zip(a, b).allSatisfy { lower($0) == $1 }
         }
     }
 }
@@ -42,10 +63,12 @@ struct URIComponents {
     var path: Range<Int>
     var query: Range<Int>?
     var fragment: Range<Int>?
+    /// Whether a segment of the path is "." or ".." (found while scanning, for free).
+    var pathHasDotSegment = false
 
-    init(_ b: ArraySlice<UInt8>) {
-        var i = b.startIndex
-        let end = b.endIndex
+    init(_ b: ByteView) {
+        var i = 0
+        let end = b.count
         // scheme: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) ":"
         scheme = nil
         if i < end, Self.isAlpha(b[i]) {
@@ -63,14 +86,28 @@ struct URIComponents {
             authority = (i + 2)..<j
             i = j
         }
-        var j = i
-        while j < end, b[j] != ASCII.question, b[j] != ASCII.hash { j += 1 }
+        // The path ends at the first "?" or "#"; paths rarely hold a "#", so find "?" first.
+        let questionMark = b.index(of: ASCII.question, from: i)
+        var j = b.index(of: ASCII.hash, from: i)
+        if questionMark < j { j = questionMark }
         path = i..<j
+        // A "." starts a dot segment when it begins a segment and is followed by the end of
+        // the path, "/", or one more "." and then the end or "/".
+        var dot = b.index(of: ASCII.dot, from: i)
+        while dot < j {
+            if dot == i || b[dot - 1] == ASCII.slash {
+                let n = dot + 1
+                if n == j || b[n] == ASCII.slash || (b[n] == ASCII.dot && (n + 1 == j || b[n + 1] == ASCII.slash)) {
+                    pathHasDotSegment = true
+                    break
+                }
+            }
+            dot = b.index(of: ASCII.dot, from: dot + 1)
+        }
         i = j
         query = nil
         if i < end, b[i] == ASCII.question {
-            j = i + 1
-            while j < end, b[j] != ASCII.hash { j += 1 }
+            j = b.index(of: ASCII.hash, from: i + 1)
             query = (i + 1)..<j
             i = j
         }
@@ -89,22 +126,33 @@ struct URIComponents {
 }
 
 /// An absolute http(s) URL resolved from a reference, as views into the base's and the
-/// reference's bytes. The path is `pathHead + pathTail`.
+/// reference's bytes. The path is `normalizedPath` when dot segments had to be removed,
+/// else `pathHead + pathTail`.
 struct ResolvedTarget {
     var isHTTPS: Bool
-    var authority: ArraySlice<UInt8>
-    var pathHead: ArraySlice<UInt8>
-    var pathTail: ArraySlice<UInt8>
-    var query: ArraySlice<UInt8>?
-    var fragment: ArraySlice<UInt8>?
+    var authority: ByteView
+    var pathHead: ByteView = .empty
+    var pathTail: ByteView = .empty
+    var normalizedPath: [UInt8]?
+    var query: ByteView?
+    var fragment: ByteView?
 
     func write(pathInto out: inout [UInt8]) {
-        if pathHead.isEmpty && pathTail.isEmpty {
+        if let normalizedPath {
+            out.append(contentsOf: normalizedPath.isEmpty ? [ASCII.slash] : normalizedPath)
+        } else if pathHead.isEmpty && pathTail.isEmpty {
             out.append(ASCII.slash)
         } else {
             out.append(contentsOf: pathHead)
             out.append(contentsOf: pathTail)
         }
+    }
+
+    /// Removes dot segments from the path (RFC 3986 5.2.4).
+    mutating func normalizePath() {
+        var merged = Array(pathHead)
+        merged.append(contentsOf: pathTail)
+        normalizedPath = DotSegments.remove(merged)
     }
 }
 
@@ -123,36 +171,59 @@ struct ResolutionBase: Sendable {
     let authority: Range<Int>
     /// Normalized path (dot segments removed), never empty.
     let path: [UInt8]
-    /// `path` up to and including its last "/".
-    let directory: ArraySlice<UInt8>
+    /// Length of `path` up to and including its last "/".
+    let directoryLength: Int
     let query: Range<Int>?
 
     init(_ url: OriginURL) {
-        self.init(validated: Array(url.string.utf8))
-    }
-
-    /// `bytes` must be an absolute http(s) URL with an authority: OriginURL checked it.
-    private init(validated bytes: [UInt8]) {
+        let bytes = Array(url.string.utf8)
         self.bytes = bytes
-        let c = URIComponents(bytes[...])
-        isHTTPS = ASCII.equalsIgnoringCase(bytes[c.scheme!], "https")
+        // OriginURL checked that this is an absolute http(s) URL with an authority.
+        let c = bytes.withUnsafeBufferPointer { URIComponents($0) }
+        isHTTPS = url.isHTTPS
         authority = c.authority!
         var p = Array(bytes[c.path])
         if p.isEmpty { p = [ASCII.slash] }
-        if DotSegments.present(p[...]) { p = DotSegments.remove(p[...]) }
+        p = p.withUnsafeBufferPointer { DotSegments.present($0) ? DotSegments.remove($0) : Array($0) }
         path = p
-        let lastSlash = p.lastIndex(of: ASCII.slash) ?? -1
-        directory = p[0..<(lastSlash + 1)]
+        directoryLength = (p.lastIndex(of: ASCII.slash) ?? -1) + 1
         query = c.query
     }
 
+    /// Lends the base's bytes as views for the duration of `body`.
+    func withView<R, E: Error>(_ body: (BaseView) throws(E) -> R) throws(E) -> R {
+        try bytes.withUnsafeBufferPointer { (b) throws(E) -> R in
+            try path.withUnsafeBufferPointer { (p) throws(E) -> R in
+                try body(BaseView(
+                    isHTTPS: isHTTPS, authority: b.view(authority), path: p,
+                    directory: p.view(0..<directoryLength), query: query.map { b.view($0) }))
+            }
+        }
+    }
+
+    static func checkAuthority<C: Collection<UInt8>>(_ a: C) throws(ManifestError) {
+        if a.isEmpty { throw ManifestError(.invalidURI, "an http(s) URI without a host") }
+        if a.contains(ASCII.at) {
+            throw ManifestError(.invalidURI, "user info in an origin URL is not supported")
+        }
+    }
+}
+
+/// A ResolutionBase's bytes, borrowed: see `ByteView`.
+struct BaseView {
+    let isHTTPS: Bool
+    let authority: ByteView
+    let path: ByteView
+    let directory: ByteView
+    let query: ByteView?
+
     /// Resolves `ref` (RFC 3986 section 5.2.2). Throws for an http(s) reference that cannot be an
     /// origin URL: user info in it, or no host.
-    func resolve(_ ref: ArraySlice<UInt8>) throws(ManifestError) -> Resolution {
+    func resolve(_ ref: ByteView) throws(ManifestError) -> Resolution {
         let c = URIComponents(ref)
         var target: ResolvedTarget
         if let s = c.scheme {
-            let scheme = ref[s]
+            let scheme = ref.view(s)
             let https: Bool
             if ASCII.equalsIgnoringCase(scheme, "http") {
                 https = false
@@ -165,61 +236,41 @@ struct ResolutionBase: Sendable {
                 throw ManifestError(.invalidURI, "an http(s) URI without a host")
             }
             target = ResolvedTarget(
-                isHTTPS: https, authority: ref[a], pathHead: [], pathTail: ref[c.path],
-                query: c.query.map { ref[$0] }, fragment: nil)
-            Self.normalizeTail(&target)
+                isHTTPS: https, authority: ref.view(a), pathTail: ref.view(c.path), query: c.query.map { ref.view($0) })
+            if c.pathHasDotSegment { target.normalizePath() }
         } else if let a = c.authority {
             target = ResolvedTarget(
-                isHTTPS: isHTTPS, authority: ref[a], pathHead: [], pathTail: ref[c.path],
-                query: c.query.map { ref[$0] }, fragment: nil)
-            Self.normalizeTail(&target)
+                isHTTPS: isHTTPS, authority: ref.view(a), pathTail: ref.view(c.path), query: c.query.map { ref.view($0) })
+            if c.pathHasDotSegment { target.normalizePath() }
         } else {
-            target = ResolvedTarget(
-                isHTTPS: isHTTPS, authority: bytes[authority], pathHead: [], pathTail: [],
-                query: nil, fragment: nil)
-            let p = ref[c.path]
+            target = ResolvedTarget(isHTTPS: isHTTPS, authority: authority)
+            let p = ref.view(c.path)
             if p.isEmpty {
-                target.pathTail = path[...]
-                target.query = c.query.map { ref[$0] } ?? query.map { bytes[$0] }
-            } else if p.first == ASCII.slash {
+                target.pathTail = path
+                target.query = c.query.map { ref.view($0) } ?? query
+            } else if p[0] == ASCII.slash {
                 target.pathTail = p
-                target.query = c.query.map { ref[$0] }
-                Self.normalizeTail(&target)
+                target.query = c.query.map { ref.view($0) }
+                if c.pathHasDotSegment { target.normalizePath() }
             } else {
                 target.pathHead = directory
                 target.pathTail = p
-                target.query = c.query.map { ref[$0] }
-                if DotSegments.present(p) {
-                    var merged = Array(directory)
-                    merged.append(contentsOf: p)
-                    target.pathHead = []
-                    target.pathTail = DotSegments.remove(merged[...])[...]
-                }
+                target.query = c.query.map { ref.view($0) }
+                if c.pathHasDotSegment { target.normalizePath() }
             }
         }
-        target.fragment = c.fragment.map { ref[$0] }
-        try Self.checkAuthority(target.authority)
+        target.fragment = c.fragment.map { ref.view($0) }
+        if target.authority.baseAddress != authority.baseAddress {  // the base's was checked already
+            try ResolutionBase.checkAuthority(target.authority)
+        }
         return .http(target)
-    }
-
-    private static func normalizeTail(_ t: inout ResolvedTarget) {
-        if DotSegments.present(t.pathTail) {
-            t.pathTail = DotSegments.remove(t.pathTail)[...]
-        }
-    }
-
-    static func checkAuthority(_ a: ArraySlice<UInt8>) throws(ManifestError) {
-        if a.isEmpty { throw ManifestError(.invalidURI, "an http(s) URI without a host") }
-        if a.contains(ASCII.at) {
-            throw ManifestError(.invalidURI, "user info in an origin URL is not supported")
-        }
     }
 }
 
 /// RFC 3986 section 5.2.4, remove_dot_segments.
 enum DotSegments {
     /// Whether any segment of `p` is "." or "..".
-    static func present(_ p: ArraySlice<UInt8>) -> Bool {
+    static func present<C: RandomAccessCollection<UInt8>>(_ p: C) -> Bool where C.Index == Int {
         var i = p.startIndex
         let end = p.endIndex
         var atSegmentStart = true
@@ -240,12 +291,12 @@ enum DotSegments {
         return false
     }
 
-    static func remove(_ input: ArraySlice<UInt8>) -> [UInt8] {
+    static func remove<C: RandomAccessCollection<UInt8>>(_ input: C) -> [UInt8] where C.Index == Int {
         var out: [UInt8] = []
         out.reserveCapacity(input.count)
         var i = input.startIndex
         let end = input.endIndex
-        @inline(__always) func at(_ k: Int, _ c: UInt8) -> Bool { k < end && input[k] == c }
+        func at(_ k: Int, _ c: UInt8) -> Bool { k < end && input[k] == c }
         func popSegment() {
             if let last = out.lastIndex(of: ASCII.slash) {
                 out.removeSubrange(last...)

@@ -3,10 +3,6 @@ import Foundation
 /// Writes a file so that readers see the old file or the whole new one, never a part: the
 /// bytes go to a temporary file in the same folder, are flushed, then renamed over the target.
 enum AtomicFile {
-    struct WriteError: Error, CustomStringConvertible {
-        var description: String
-    }
-
     static func write(_ bytes: [UInt8], to path: String) throws {
         let folder = (path as NSString).deletingLastPathComponent
         if !folder.isEmpty {
@@ -19,23 +15,102 @@ enum AtomicFile {
         defer {
             if !ok { unlink(temporary) }
         }
-        var written = 0
-        let failure: Int32? = bytes.withUnsafeBytes { raw -> Int32? in
-            while written < raw.count {
-                let n = Foundation.write(fd, raw.baseAddress! + written, raw.count - written)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    return errno
-                }
-                written += n
-            }
-            return fsync(fd) == 0 ? nil : errno
+        do {
+            try RawFile.writeAll(fd: fd, bytes)
+            guard fsync(fd) == 0 else { throw WriteError(description: String(cString: strerror(errno))) }
+        } catch {
+            close(fd)
+            throw error
         }
         close(fd)
-        if let failure { throw WriteError(description: String(cString: strerror(failure))) }
         guard rename(temporary, path) == 0 else {
             throw WriteError(description: "\(path): \(String(cString: strerror(errno)))")
         }
         ok = true
     }
+}
+
+/// The bytes of an input: a regular file mapped read-only (no copy), or what was read from a
+/// pipe. `withBytes` lends them; a mapping is removed when the value goes away.
+final class InputBytes: Sendable {
+    // nonisolated(unsafe): set once in init, only read afterwards, and the mapping is
+    // read-only, so sharing the pointer between threads is safe.
+    nonisolated(unsafe) private let mapped: UnsafeRawBufferPointer?
+    private let array: [UInt8]
+
+    init(mapping fd: Int32, size: Int) throws {
+        array = []
+        if size == 0 {
+            mapped = nil
+            return
+        }
+        let p = mmap(nil, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0)
+        guard let p, p != MAP_FAILED else {
+            throw InputError(description: "cannot map: \(String(cString: strerror(errno)))")
+        }
+        mapped = UnsafeRawBufferPointer(start: p, count: size)
+    }
+
+    init(_ bytes: [UInt8]) {
+        mapped = nil
+        array = bytes
+    }
+
+    func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        if let mapped { return try body(mapped.bindMemory(to: UInt8.self)) }
+        return try array.withUnsafeBufferPointer(body)
+    }
+
+    deinit {
+        if let mapped { munmap(UnsafeMutableRawPointer(mutating: mapped.baseAddress), mapped.count) }
+    }
+}
+
+/// Whole-file reads and writes on file descriptors, without intermediate copies: playlists
+/// can be tens of megabytes and the rewrite itself takes only milliseconds.
+enum RawFile {
+    static func readAll(fd: Int32, limit: Int) throws -> InputBytes {
+        var st = stat()
+        if fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG {
+            let size = Int(st.st_size)
+            guard size <= limit else {
+                throw InputError(description: "input is larger than \(limit) bytes [inputTooLarge]")
+            }
+            return try InputBytes(mapping: fd, size: size)
+        }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { Foundation.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 { throw InputError(description: "cannot read: \(String(cString: strerror(errno)))") }
+            if n == 0 { return InputBytes(bytes) }
+            bytes.append(contentsOf: chunk[0..<n])
+            if bytes.count > limit {
+                throw InputError(description: "input is larger than \(limit) bytes [inputTooLarge]")
+            }
+        }
+    }
+
+    static func writeAll(fd: Int32, _ bytes: [UInt8]) throws {
+        var written = 0
+        try bytes.withUnsafeBytes { raw in
+            while written < raw.count {
+                let n = Foundation.write(fd, raw.baseAddress! + written, raw.count - written)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw WriteError(description: String(cString: strerror(errno)))
+                }
+                written += n
+            }
+        }
+    }
+}
+
+struct InputError: Error, CustomStringConvertible {
+    var description: String
+}
+
+struct WriteError: Error, CustomStringConvertible {
+    var description: String
 }

@@ -99,12 +99,16 @@ struct BatchRewrite: Sendable {
 
     func rewrite(_ job: RewriteJob, parent: Parent?) -> Result {
         let limit = 16 << 20
-        let bytes: [UInt8]
+        let input: InputBytes
         do {
-            bytes = try read(job.source, limit: limit)
+            input = try read(job.source, limit: limit)
         } catch {
             return .failure("\(error)")
         }
+        return input.withBytes { bytes in rewrite(bytes, of: job, parent: parent) }
+    }
+
+    func rewrite(_ bytes: UnsafeBufferPointer<UInt8>, of job: RewriteJob, parent: Parent?) -> Result {
         let path: String? = if case .file(let p) = job.source { p } else { nil }
         guard let format = ManifestFormat.detect(body: bytes, path: path) else {
             return .failure("not an HLS playlist or a DASH MPD")
@@ -130,36 +134,23 @@ struct BatchRewrite: Sendable {
         }
     }
 
-    struct InputError: Error, CustomStringConvertible {
-        var description: String
-    }
 
-    func read(_ source: RewriteJob.Source, limit: Int) throws -> [UInt8] {
-        let handle: FileHandle
+    func read(_ source: RewriteJob.Source, limit: Int) throws -> InputBytes {
         switch source {
         case .stdin:
-            handle = FileHandle.standardInput
+            return try RawFile.readAll(fd: STDIN_FILENO, limit: limit)
         case .file(let path):
-            guard let h = FileHandle(forReadingAtPath: path) else {
-                throw InputError(description: "cannot open for reading")
-            }
-            handle = h
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw InputError(description: "cannot open: \(String(cString: strerror(errno)))") }
+            defer { close(fd) }
+            return try RawFile.readAll(fd: fd, limit: limit)
         }
-        defer { if case .file = source { try? handle.close() } }
-        var bytes: [UInt8] = []
-        while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
-            bytes.append(contentsOf: chunk)
-            if bytes.count > limit {
-                throw InputError(description: "input is larger than \(limit) bytes [inputTooLarge]")
-            }
-        }
-        return bytes
     }
 
     func write(_ bytes: [UInt8], to destination: RewriteJob.Destination) throws {
         switch destination {
         case .stdout:
-            FileHandle.standardOutput.write(Data(bytes))
+            try RawFile.writeAll(fd: STDOUT_FILENO, bytes)
         case .file(let path):
             try AtomicFile.write(bytes, to: path)
         }
