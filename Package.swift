@@ -13,9 +13,15 @@ let package = Package(
         .executable(name: "swarmgate", targets: ["swarmgate"]),
         .library(name: "Manifest", targets: ["Manifest"]),
         .library(name: "Origin", targets: ["Origin"]),
+        .library(name: "Gateway", targets: ["Gateway"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         // C libraries, each behind one module map and a header of typed shims.
@@ -42,10 +48,25 @@ let package = Package(
             dependencies: ["CCurl"],
             swiftSettings: strictSwift
         ),
+        // Gateway: the HTTP server, its routes, status codes, stats and health.
+        .target(
+            name: "Gateway",
+            dependencies: [
+                "Manifest",
+                "Origin",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strictSwift
+        ),
         // The command line: argument parsing and wiring.
         .executableTarget(
             name: "swarmgate",
             dependencies: [
+                "Gateway",
                 "Manifest",
                 "Origin",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -56,6 +77,7 @@ let package = Package(
         .testTarget(name: "ManifestTests", dependencies: ["Manifest"], swiftSettings: strictSwift),
         .testTarget(name: "OriginTests", dependencies: ["Origin"], swiftSettings: strictSwift),
         .testTarget(name: "CLITests", dependencies: ["swarmgate"], swiftSettings: strictSwift),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "swarmgate"], swiftSettings: strictSwift),
     ]
 )
 

@@ -1,0 +1,50 @@
+import Manifest
+
+/// The typed settings of a running gateway, read from `Settings`.
+public struct GatewayConfiguration: Sendable {
+    public var host: String
+    public var port: Int
+    /// The base URL rewritten manifests point at.
+    public var publicURL: String
+    public var inheritQuery: InheritQuery
+    public var keyURIs: KeyURIMode
+    public var allowOrigins: [String]
+    public var cacheDirectory: String
+    public var demo: Bool
+    /// Playlists and MPDs larger than this are refused (SPEC section 5).
+    public var maxManifestSize = 16 << 20
+
+    public init(
+        host: String = "127.0.0.1", port: Int = 8080, publicURL: String? = nil, inheritQuery: InheritQuery = .none,
+        keyURIs: KeyURIMode = .origin, allowOrigins: [String] = [], cacheDirectory: String = "swarmgate-cache",
+        demo: Bool = false
+    ) {
+        self.host = host
+        self.port = port
+        self.publicURL = publicURL ?? "http://\(host.contains(":") ? "[\(host)]" : host):\(port)"
+        self.inheritQuery = inheritQuery
+        self.keyURIs = keyURIs
+        self.allowOrigins = allowOrigins
+        self.cacheDirectory = cacheDirectory
+        self.demo = demo
+    }
+
+    public init(_ s: Settings) throws(SettingsError) {
+        let listen = s["listen"] ?? "127.0.0.1:8080"
+        guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
+            (0...65535).contains(port)
+        else { throw SettingsError("listen must be HOST:PORT, not '\(listen)'") }
+        var host = String(listen[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard let keys = KeyURIMode(rawValue: s["key-uris"] ?? "origin") else {
+            throw SettingsError("key-uris must be origin or proxy")
+        }
+        if let url = s["public-url"] {
+            do { _ = try OriginURL(url) } catch { throw SettingsError("public-url: \(error.message)") }
+        }
+        self.init(
+            host: host, port: port, publicURL: s["public-url"], inheritQuery: InheritQuery(setting: s["inherit-query"] ?? ""),
+            keyURIs: keys, allowOrigins: s.list("allow-origin"), cacheDirectory: s["cache-dir"] ?? "swarmgate-cache",
+            demo: try s.toggle("demo"))
+    }
+}

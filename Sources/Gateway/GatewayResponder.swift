@@ -1,0 +1,345 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import Manifest
+import Synchronization
+
+/// The gateway's HTTP answers (SPEC sections 1 and 2): the node endpoints, then every other
+/// request target decoded as a proxy URL. Manifests are fetched and rewritten on every request;
+/// media objects are streamed from the origin.
+public struct GatewayResponder: HTTPResponder {
+    public typealias Context = BasicRequestContext
+
+    public let configuration: GatewayConfiguration
+    let origin: any OriginFetching
+    public let stats: TrafficStats
+    public let uploads: UploadSwitch
+    let variables: StreamVariables
+    let logger: Logger
+    let started = ContinuousClock.now
+    public static let version = "0.1.0"
+    /// SPEC section 1: a request line longer than this is answered 414.
+    static let maxRequestTarget = 8 << 10
+
+    public init(configuration: GatewayConfiguration, origin: any OriginFetching, stats: TrafficStats = TrafficStats(), logger: Logger) {
+        self.configuration = configuration
+        self.origin = origin
+        self.stats = stats
+        self.uploads = UploadSwitch()
+        self.variables = StreamVariables()
+        self.logger = logger
+    }
+
+    public func respond(to request: Request, context: Context) async throws -> Response {
+        let start = ContinuousClock.now
+        let target = request.uri.description
+        var route = "proxy"
+        var xresid: String?
+        let response: Response
+        do {
+            guard target.utf8.count <= Self.maxRequestTarget else {
+                throw GatewayFailure(.uriTooLong, "request line longer than 8 KiB")
+            }
+            guard request.method == .get || request.method == .head else {
+                throw GatewayFailure(.methodNotAllowed, "only GET and HEAD")
+            }
+            let path = target.prefix { $0 != "?" }
+            switch path {
+            case "/health": route = "/health"; response = health()
+            case "/ready": route = "/ready"; response = ready()
+            case "/metrics": route = "/metrics"; response = metrics()
+            case "/stat": route = "/stat"; response = stat(query: request.uri.queryParameters.get("xresid"))
+            case "/xdfs.p2p.com/feature": route = "/xdfs.p2p.com/feature"; response = feature(request)
+            default:
+                let proxy = try decode(target)
+                route = "/" + proxy.virtualHost.rawValue + "/*"
+                xresid = proxy.xresid.value
+                response = try await serve(proxy, request: request)
+            }
+        } catch let failure as GatewayFailure {
+            response = failure.response
+        }
+        stats.countRequest(route: route, status: Int(response.status.code))
+        var meta: Logger.Metadata = [
+            "request.method": "\(request.method)", "request.route": "\(route)",
+            "response.status": "\(response.status.code)",
+            "duration_ms": "\(Double((ContinuousClock.now - start).components.attoseconds) / 1e15 + Double((ContinuousClock.now - start).components.seconds) * 1000)",
+        ]
+        if let xresid { meta["xresid"] = "\(xresid)" }
+        logger.info("request", metadata: meta)
+        return response
+    }
+
+    func decode(_ target: String) throws(GatewayFailure) -> ProxyURL {
+        do {
+            return try ProxyURL(requestTarget: target)
+        } catch {
+            throw GatewayFailure(error.code == .unknownVirtualHost ? .notFound : .badRequest, error.message)
+        }
+    }
+
+    // MARK: node endpoints
+
+    func health() -> Response {
+        let uptime = ContinuousClock.now - started
+        return JSONBody.response([
+            ("status", .string("ok")), ("version", .string(Self.version)), ("uptime_s", .int(Int(uptime.components.seconds))),
+        ])
+    }
+
+    func ready() -> Response {
+        var failing: [String] = []
+        if !Self.isWritableDirectory(configuration.cacheDirectory) { failing.append("cache directory not writable") }
+        if failing.isEmpty {
+            return JSONBody.response([("status", .string("ready"))])
+        }
+        return JSONBody.response(status: .serviceUnavailable, [("status", .string("not ready")), ("failing", .string(failing.joined(separator: "; ")))])
+    }
+
+    static func isWritableDirectory(_ path: String) -> Bool {
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        let probe = (path as NSString).appendingPathComponent(".ready-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        guard FileManager.default.createFile(atPath: probe, contents: Data("ok".utf8)) else { return false }
+        try? FileManager.default.removeItem(atPath: probe)
+        return true
+    }
+
+    func metrics() -> Response {
+        Response(
+            status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+            body: .init(byteBuffer: ByteBuffer(bytes: stats.prometheusText())))
+    }
+
+    func stat(query xresid: String?) -> Response {
+        let t: TrafficStats.Totals
+        if let xresid {
+            t = stats.stream(xresid) ?? TrafficStats.Totals()
+        } else {
+            t = stats.total
+        }
+        var fields: [(String, JSONBody.Value)] = []
+        if let xresid { fields.append(("xresid", .string(xresid))) }
+        fields += [
+            ("cdnBytes", .int(Int(t.cdnBytes))), ("p2pBytes", .int(Int(t.p2pBytes))), ("cacheBytes", .int(Int(t.cacheBytes))),
+            ("uploadBytes", .int(Int(t.uploadBytes))), ("peers", .int(t.peers)), ("p2pRatio", .double(t.p2pRatio)),
+        ]
+        return JSONBody.response(fields)
+    }
+
+    func feature(_ request: Request) -> Response {
+        if let value = request.uri.queryParameters.get("upload") {
+            switch value {
+            case "0": uploads.set(false)
+            case "1": uploads.set(true)
+            default:
+                return JSONBody.response(status: .badRequest, [("ret", .int(-1)), ("msg", .string("upload must be 0 or 1"))])
+            }
+        }
+        return JSONBody.response([
+            ("ret", .int(0)), ("msg", .string("ok")), ("download", .bool(true)), ("upload", .bool(uploads.isOn)),
+        ])
+    }
+
+    // MARK: proxying
+
+    func serve(_ proxy: ProxyURL, request: Request) async throws(GatewayFailure) -> Response {
+        let clientRange = request.headers[.range]
+        if let clientRange {
+            do { _ = try RangeRequest.resolve(clientRange, length: .max) } catch {
+                throw GatewayFailure(.badRequest, "bad Range header")
+            }
+        }
+        let path = proxy.origin.path.lowercased()
+        let manifestHint = proxy.virtualHost == .hls && !proxy.isKey
+            && (path.hasSuffix(".m3u8") || path.hasSuffix(".m3u") || path.hasSuffix(".mpd"))
+        let answer: OriginAnswer
+        do {
+            answer = try await origin.fetch(OriginFetch(url: proxy.origin.string, range: manifestHint ? nil : clientRange))
+        } catch {
+            throw error.failure
+        }
+        if proxy.virtualHost == .hls && !proxy.isKey && answer.status == 200 {
+            let contentType = answer.header("content-type")
+            if manifestHint || ManifestFormat.detect(body: [UInt8](), contentType: contentType, path: nil) != nil {
+                return try await rewriteManifest(answer, proxy: proxy, head: [])
+            }
+            // Sniff the first bytes: an origin may serve a playlist at any path and type.
+            let iterator = ChunkIterator(answer.body)
+            let first: [UInt8]
+            do { first = try await iterator.next() ?? [] } catch { throw GatewayFailure(.badGateway, "origin failed: \(error)") }
+            let rest = AsyncThrowingStream<[UInt8], any Error> {
+                try await iterator.next()
+            }
+            var remaining = answer
+            remaining.body = rest
+            if ManifestFormat.detect(body: first, contentType: contentType, path: nil) != nil {
+                return try await rewriteManifest(remaining, proxy: proxy, head: first)
+            }
+            return try streamMedia(remaining, proxy: proxy, clientRange: clientRange, head: first, method: request.method)
+        }
+        return try streamMedia(answer, proxy: proxy, clientRange: clientRange, head: [], method: request.method)
+    }
+
+    func rewriteManifest(_ answer: OriginAnswer, proxy: ProxyURL, head: [UInt8]) async throws(GatewayFailure) -> Response {
+        var body = head
+        do {
+            for try await chunk in answer.body {
+                body += chunk
+                if body.count > configuration.maxManifestSize {
+                    throw GatewayFailure(.badGateway, "manifest larger than \(configuration.maxManifestSize) bytes")
+                }
+            }
+        } catch let failure as GatewayFailure {
+            throw failure
+        } catch {
+            throw GatewayFailure(.badGateway, "origin failed mid-body: \(error)")
+        }
+        stats.add(body.count, from: .cdn, xresid: proxy.xresid.value)
+        let effective: OriginURL
+        do { effective = try OriginURL(answer.effectiveURL) } catch { effective = proxy.origin }
+        let format = ManifestFormat.detect(body: body, contentType: answer.header("content-type"), path: effective.path) ?? .hls
+        let output: [UInt8]
+        let contentType: String
+        do {
+            switch format {
+            case .hls:
+                var options = HLSRewriter.Options()
+                options.gateway = configuration.publicURL
+                options.xresid = proxy.xresid
+                options.inheritQuery = configuration.inheritQuery
+                options.keyURIs = configuration.keyURIs
+                options.importedVariables = variables.get(proxy.xresid.value)
+                options.collectReferences = true
+                let result = try HLSRewriter(playlistURL: effective, options: options).rewrite(body)
+                if result.kind == .master, !result.variables.isEmpty { variables.set(proxy.xresid.value, result.variables) }
+                output = result.output
+                contentType = "application/vnd.apple.mpegurl"
+            case .dash:
+                output = try rewriteDASH(body, url: effective, xresid: proxy.xresid)
+                contentType = "application/dash+xml"
+            }
+        } catch {
+            throw GatewayFailure(.badGateway, "origin sent a manifest that cannot be rewritten: \(error)")
+        }
+        var headers: HTTPFields = [.contentType: contentType]
+        for name in ["cache-control", "expires", "last-modified"] {
+            if let v = answer.header(name), let field = HTTPField.Name(name) { headers[field] = v }
+        }
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: output)))
+    }
+
+    /// Streams a media object from the origin. When the client asked for a range and the origin
+    /// ignored it (200 with a length), the range is cut here, per RFC 9110.
+    func streamMedia(_ answer: OriginAnswer, proxy: ProxyURL, clientRange: String?, head: [UInt8], method: HTTPRequest.Method) throws(GatewayFailure) -> Response {
+        if answer.status >= 400 && answer.status != 416 {
+            throw answer.status >= 500
+                ? GatewayFailure(.badGateway, "origin answered \(answer.status)")
+                : GatewayFailure(HTTPResponse.Status(code: answer.status), "origin answered \(answer.status)")
+        }
+        var headers: HTTPFields = [:]
+        for name in ["content-type", "content-length", "content-range", "accept-ranges", "etag", "last-modified", "cache-control", "expires"] {
+            if let v = answer.header(name), let field = HTTPField.Name(name) { headers[field] = v }
+        }
+        if proxy.isKey { headers[.cacheControl] = "no-store" }
+        var status = HTTPResponse.Status(code: answer.status)
+        var skip: Int64 = 0
+        var limit: Int64? = answer.header("content-length").flatMap { Int64($0) }
+        if let clientRange, answer.status == 200, let length = limit {
+            let resolved: RangeRequest
+            do { resolved = try RangeRequest.resolve(clientRange, length: length) } catch {
+                throw GatewayFailure(.badRequest, "bad Range header")
+            }
+            switch resolved {
+            case .full: break
+            case .unsatisfiable:
+                throw GatewayFailure(.rangeNotSatisfiable, "range not satisfiable", headers: [.contentRange: "bytes */\(length)"])
+            case .partial(let r):
+                status = .partialContent
+                skip = r.lowerBound
+                limit = r.upperBound - r.lowerBound + 1
+                headers[.contentRange] = "bytes \(r.lowerBound)-\(r.upperBound)/\(length)"
+                headers[.contentLength] = String(limit!)
+            }
+        }
+        if method == .head {
+            return Response(status: status, headers: headers, body: .init())
+        }
+        let body = answer.body
+        let stats = self.stats
+        let xresid = proxy.xresid.value
+        let contentLength = limit.map { Int($0) }
+        let startSkip = skip
+        let startLimit = limit
+        return Response(
+            status: status, headers: headers,
+            body: ResponseBody(contentLength: contentLength) { writer in
+                var toSkip = startSkip
+                var left = startLimit ?? .max
+                func send(_ chunk: [UInt8]) async throws -> Bool {
+                    var slice = chunk[...]
+                    if toSkip > 0 {
+                        let n = Int(min(toSkip, Int64(slice.count)))
+                        slice = slice.dropFirst(n)
+                        toSkip -= Int64(n)
+                    }
+                    if Int64(slice.count) > left { slice = slice.prefix(Int(left)) }
+                    if !slice.isEmpty {
+                        try await writer.write(ByteBuffer(bytes: slice))
+                        stats.add(slice.count, from: .cdn, xresid: xresid)
+                        left -= Int64(slice.count)
+                    }
+                    return left > 0
+                }
+                var more = head.isEmpty ? true : try await send(head)
+                if more {
+                    for try await chunk in body {
+                        more = try await send(chunk)
+                        if !more { break }
+                    }
+                }
+                if let contentLength, left > 0, left != .max {
+                    // The origin ended early: fail the response rather than send a short one.
+                    throw GatewayFailure(.badGateway, "origin sent \(contentLength - Int(left)) of \(contentLength) bytes")
+                }
+                try await writer.finish(nil)
+            })
+    }
+}
+
+/// `feature?upload=0|1`: whether this node serves pieces to peers. Off takes effect at once.
+public final class UploadSwitch: Sendable {
+    private let on = Atomic<Bool>(true)
+    public init() {}
+    public var isOn: Bool { on.load(ordering: .acquiring) }
+    public func set(_ value: Bool) { on.store(value, ordering: .releasing) }
+}
+
+/// The `EXT-X-DEFINE` variables of the last master playlist rewritten per stream, so that the
+/// media playlists it references can `IMPORT` them when the player asks for those.
+final class StreamVariables: Sendable {
+    private let byStream = Mutex<[String: [String: String]]>([:])
+    func get(_ xresid: String) -> [String: String] { byStream.withLock { $0[xresid] ?? [:] } }
+    func set(_ xresid: String, _ v: [String: String]) {
+        byStream.withLock { s in
+            if s.count > 10_000 { s.removeAll() }  // bounded: a cache, not a registry
+            s[xresid] = v
+        }
+    }
+}
+
+/// Hands out an origin body's chunks one at a time, after the first was peeked at.
+final class ChunkIterator: @unchecked Sendable {
+    // @unchecked: `next()` is only called by one consumer at a time — first the sniffing code,
+    // then the unfolding stream, which calls its closure serially — so `iterator` is never
+    // touched concurrently.
+    private var iterator: AsyncThrowingStream<[UInt8], any Error>.AsyncIterator
+
+    init(_ body: AsyncThrowingStream<[UInt8], any Error>) {
+        iterator = body.makeAsyncIterator()
+    }
+
+    func next() async throws -> [UInt8]? {
+        try await iterator.next()
+    }
+}

@@ -1,0 +1,61 @@
+/// What the gateway needs from an origin client: one GET, its status, headers, effective URL
+/// (after redirects) and a body that streams. The libcurl client of the `Origin` module is the
+/// one implementation; the seam keeps the gateway's routes independent of its details.
+public protocol OriginFetching: Sendable {
+    func fetch(_ request: OriginFetch) async throws(OriginFetchError) -> OriginAnswer
+}
+
+/// One request to an origin.
+public struct OriginFetch: Sendable {
+    public var url: String
+    /// A Range header value to send, e.g. `bytes=0-99`.
+    public var range: String?
+    public var maxBodySize: Int?
+
+    public init(url: String, range: String? = nil, maxBodySize: Int? = nil) {
+        self.url = url
+        self.range = range
+        self.maxBodySize = maxBodySize
+    }
+}
+
+/// An origin's answer; the body is consumed once.
+public struct OriginAnswer: Sendable {
+    public var status: Int
+    public var headers: [(name: String, value: String)]
+    public var effectiveURL: String
+    public var body: AsyncThrowingStream<[UInt8], any Error>
+
+    public init(status: Int, headers: [(name: String, value: String)], effectiveURL: String, body: AsyncThrowingStream<[UInt8], any Error>) {
+        self.status = status
+        self.headers = headers
+        self.effectiveURL = effectiveURL
+        self.body = body
+    }
+
+    public func header(_ name: String) -> String? {
+        headers.last { $0.name.lowercased() == name.lowercased() }?.value
+    }
+}
+
+/// Why an origin could not be fetched, as the gateway answers it (SPEC section 1).
+public struct OriginFetchError: Error, Sendable, CustomStringConvertible {
+    public enum Kind: Sendable { case forbidden, timeout, failed, tooLarge }
+    public let kind: Kind
+    public let message: String
+
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    public var description: String { message }
+
+    var failure: GatewayFailure {
+        switch kind {
+        case .forbidden: return GatewayFailure(.forbidden, message)
+        case .timeout: return GatewayFailure(.gatewayTimeout, message)
+        case .failed, .tooLarge: return GatewayFailure(.badGateway, message)
+        }
+    }
+}

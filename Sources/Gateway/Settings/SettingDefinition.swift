@@ -1,0 +1,57 @@
+import Foundation
+
+/// One setting of a swarmgate role. Its name is the flag (`--cache-size`), the environment
+/// variable (`SWARMGATE_CACHE_SIZE`) and the config-file key (`cache_size`).
+public struct SettingDefinition: Hashable, Sendable {
+    public enum Kind: Hashable, Sendable {
+        case text
+        /// Comma-separated on the command line and in the environment, an array in the file.
+        case list
+        /// `--demo` on the command line; true/false elsewhere.
+        case toggle
+    }
+
+    public let name: String
+    public let kind: Kind
+    public let help: String
+    public let defaultValue: String?
+
+    public init(_ name: String, kind: Kind = .text, default defaultValue: String? = nil, help: String) {
+        self.name = name
+        self.kind = kind
+        self.help = help
+        self.defaultValue = defaultValue
+    }
+
+    public var flag: String { "--" + name }
+    public var environmentVariable: String { "SWARMGATE_" + name.uppercased().replacingOccurrences(of: "-", with: "_") }
+    public var fileKey: String { name.replacingOccurrences(of: "-", with: "_") }
+}
+
+/// Every setting, in one place: the command line, the environment and the config file all
+/// read these lists.
+public enum SettingDefinitions {
+    static let shared: [SettingDefinition] = [
+        .init("config", help: "A TOML file with settings (flags and SWARMGATE_* variables win over it)."),
+        .init("listen", default: "127.0.0.1:8080", help: "HOST:PORT to listen on."),
+        .init("allow-origin", kind: .list, help: "Origin hosts that may be fetched (host, host:port, *.suffix); they may be private addresses. Without it, only public addresses."),
+        .init("app-id", default: "swarmgate", help: "The app id nodes and tracker share."),
+        .init("app-secret-file", help: "A file holding the app secret (or set SWARMGATE_APP_SECRET)."),
+    ]
+
+    /// `swarmgate serve`.
+    public static let serve: [SettingDefinition] = shared + [
+        .init("public-url", help: "The base URL rewritten playlists point at and peers use (default http:// + the listen address)."),
+        .init("cache-dir", default: "swarmgate-cache", help: "Folder of the piece cache."),
+        .init("cache-size", default: "10GiB", help: "Hard bound of the piece cache."),
+        .init("tracker", help: "ws://HOST:PORT/swarm/v1/ws of the tracker; without it, an embedded tracker."),
+        .init("inherit-query", default: "", help: "Query parameters of a playlist URL copied onto its URIs: names, comma-separated, or *."),
+        .init("key-uris", default: "origin", help: "EXT-X-KEY URIs: origin or proxy."),
+        .init("demo", kind: .toggle, default: "false", help: "Also serve samples/ as a local origin and print a URL a player can open."),
+    ]
+
+    /// `swarmgate tracker`.
+    public static let tracker: [SettingDefinition] = shared + [
+        .init("db", default: "swarmgate-tracker.sqlite", help: "The tracker's SQLite database."),
+    ]
+}

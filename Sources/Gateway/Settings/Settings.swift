@@ -1,0 +1,74 @@
+import Foundation
+
+/// Resolved settings of one role: each value from its flag, else its `SWARMGATE_*` variable,
+/// else the config file, else its default.
+public struct Settings: Sendable {
+    public let definitions: [SettingDefinition]
+    private var values: [String: String] = [:]
+    private var lists: [String: [String]] = [:]
+
+    /// `flags` maps setting names to what the command line gave (lists comma-separated);
+    /// `environment` is the process environment; the config file is the `config` setting's.
+    public init(
+        _ definitions: [SettingDefinition], flags: [String: String], environment: [String: String],
+        readFile: (String) throws -> String = { try String(contentsOfFile: $0, encoding: .utf8) }
+    ) throws(SettingsError) {
+        self.definitions = definitions
+        let names = Set(definitions.map(\.name))
+        for name in flags.keys where !names.contains(name) {
+            throw SettingsError("unknown setting '\(name)'")
+        }
+        let configPath = flags["config"] ?? environment["SWARMGATE_CONFIG"]
+        var file: [String: ConfigFile.Value] = [:]
+        if let configPath {
+            let text: String
+            do { text = try readFile(configPath) } catch { throw SettingsError("cannot read config file \(configPath): \(error)") }
+            file = try ConfigFile.parse(text, path: configPath)
+            let keys = Dictionary(definitions.map { ($0.fileKey, $0) }, uniquingKeysWith: { a, _ in a })
+            for key in file.keys where keys[key] == nil {
+                throw SettingsError("\(configPath): unknown setting '\(key)'")
+            }
+        }
+        for d in definitions {
+            if let v = flags[d.name] ?? environment[d.environmentVariable] {
+                values[d.name] = v
+                if d.kind == .list { lists[d.name] = Self.splitList(v) }
+            } else if let v = file[d.fileKey] {
+                switch (v, d.kind) {
+                case (.list(let items), .list): lists[d.name] = items; values[d.name] = items.joined(separator: ",")
+                case (.string(let s), .list): lists[d.name] = Self.splitList(s); values[d.name] = s
+                case (.bool(let b), .toggle): values[d.name] = b ? "true" : "false"
+                case (.string(let s), .text), (.string(let s), .toggle): values[d.name] = s
+                case (.integer(let i), .text): values[d.name] = String(i)
+                default: throw SettingsError("\(configPath ?? ""): '\(d.fileKey)' has the wrong type")
+                }
+            } else if let v = d.defaultValue {
+                values[d.name] = v
+                if d.kind == .list { lists[d.name] = Self.splitList(v) }
+            }
+        }
+    }
+
+    static func splitList(_ s: String) -> [String] {
+        s.split(separator: ",").map { String($0.trimmingASCIISpaces) }.filter { !$0.isEmpty }
+    }
+
+    public subscript(_ name: String) -> String? { values[name] }
+
+    public func list(_ name: String) -> [String] { lists[name] ?? [] }
+
+    public func toggle(_ name: String) throws(SettingsError) -> Bool {
+        switch values[name]?.lowercased() {
+        case nil, "false", "0", "no": return false
+        case "true", "1", "yes": return true
+        case let other?: throw SettingsError("\(name) must be true or false, not '\(other)'")
+        }
+    }
+}
+
+/// A setting that cannot be used, named.
+public struct SettingsError: Error, Hashable, Sendable, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

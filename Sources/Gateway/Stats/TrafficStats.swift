@@ -1,0 +1,76 @@
+import Prometheus
+import Synchronization
+
+/// Bytes by where they came from, in total and per stream (xresid), for `/stat` and
+/// `/metrics`. Requests are counted by route template, never by raw path, so that the metric's
+/// labels stay few.
+public final class TrafficStats: Sendable {
+    /// One stream's (or the total's) byte counts.
+    public struct Totals: Sendable, Equatable {
+        public var cdnBytes: Int64 = 0
+        public var p2pBytes: Int64 = 0
+        public var cacheBytes: Int64 = 0
+        public var uploadBytes: Int64 = 0
+        public var peers: Int = 0
+
+        /// Share of delivered bytes that did not come from the CDN.
+        public var p2pRatio: Double {
+            let delivered = cdnBytes + p2pBytes + cacheBytes
+            return delivered == 0 ? 0 : Double(p2pBytes + cacheBytes) / Double(delivered)
+        }
+    }
+
+    /// Where delivered bytes came from.
+    public enum Source: String, Sendable { case cdn, p2p, cache }
+
+    private let state = Mutex<(total: Totals, streams: [String: Totals])>((Totals(), [:]))
+    public let registry: PrometheusCollectorRegistry
+    private let bytes: [Source: Counter]
+    private let pieceFailures: Counter
+
+    public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
+        self.registry = registry
+        var bytes: [Source: Counter] = [:]
+        for s in [Source.cdn, .p2p, .cache] {
+            bytes[s] = registry.makeCounter(
+                descriptor: Self.descriptor("bytes", unit: "total", "Bytes delivered to clients, by source."),
+                labels: [("source", s.rawValue)])
+        }
+        self.bytes = bytes
+        pieceFailures = registry.makeCounter(
+            descriptor: Self.descriptor("piece_failures", unit: "total", "Pieces that failed verification."))
+    }
+
+    public func add(_ count: Int, from source: Source, xresid: String) {
+        guard count > 0 else { return }
+        bytes[source]?.increment(by: Int64(count))
+        state.withLock { s in
+            func bump(_ t: inout Totals) {
+                switch source {
+                case .cdn: t.cdnBytes += Int64(count)
+                case .p2p: t.p2pBytes += Int64(count)
+                case .cache: t.cacheBytes += Int64(count)
+                }
+            }
+            bump(&s.total)
+            bump(&s.streams[xresid, default: Totals()])
+        }
+    }
+
+    public func countRequest(route: String, status: Int) {
+        registry.makeCounter(
+            descriptor: Self.descriptor("requests", unit: "total", "HTTP requests answered, by route template and status."),
+            labels: [("route", route), ("status", String(status))]
+        ).increment()
+    }
+
+    static func descriptor(_ name: String, unit: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "swarmgate", metricName: name, unitName: unit, helpText: help)
+    }
+
+    public var total: Totals { state.withLock { $0.total } }
+
+    public func stream(_ xresid: String) -> Totals? { state.withLock { $0.streams[xresid] } }
+
+    public func prometheusText() -> [UInt8] { registry.emitToBuffer() }
+}

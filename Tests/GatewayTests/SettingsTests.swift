@@ -1,0 +1,74 @@
+import Testing
+
+import Gateway
+
+@Suite("Settings: flags, then SWARMGATE_* variables, then the config file")
+struct SettingsTests {
+    static let file = """
+        # a comment
+        listen = "0.0.0.0:9000"   # trailing comment
+        allow_origin = ["cdn.example.com", "*.example.net"]
+        key_uris = 'proxy'
+        demo = true
+        """
+
+    func settings(flags: [String: String] = [:], env: [String: String] = [:], file: String = file) throws -> Settings {
+        var f = flags
+        f["config"] = "/etc/swarmgate.toml"
+        return try Settings(SettingDefinitions.serve, flags: f, environment: env, readFile: { _ in file })
+    }
+
+    @Test func theFileFillsWhatNothingElseSets() throws {
+        let s = try settings()
+        #expect(s["listen"] == "0.0.0.0:9000")
+        #expect(s.list("allow-origin") == ["cdn.example.com", "*.example.net"])
+        #expect(s["key-uris"] == "proxy")
+        #expect(try s.toggle("demo"))
+        #expect(s["cache-size"] == "10GiB", "defaults fill the rest")
+    }
+
+    @Test func environmentBeatsFileAndFlagsBeatEnvironment() throws {
+        let s = try settings(flags: ["listen": "127.0.0.1:1"], env: ["SWARMGATE_LISTEN": "127.0.0.1:2", "SWARMGATE_ALLOW_ORIGIN": "a.example, b.example"])
+        #expect(s["listen"] == "127.0.0.1:1")
+        #expect(s.list("allow-origin") == ["a.example", "b.example"])
+        let t = try settings(env: ["SWARMGATE_LISTEN": "127.0.0.1:2"])
+        #expect(t["listen"] == "127.0.0.1:2")
+    }
+
+    @Test(arguments: [
+        ("[server]\nlisten = \"x\"", "tables are not supported"),
+        ("listen = 0.0.0.0:9000", "strings need quotes"),
+        ("lisen = \"x\"", "unknown setting 'lisen'"),
+        ("listen = \"x\"\nlisten = \"y\"", "set twice"),
+        ("listen = \"unterminated", "unterminated string"),
+        ("demo = \"maybe\"", "demo must be true or false"),
+        ("allow_origin = [1, 2]", "arrays hold strings"),
+    ])
+    func badFilesAreNamedWithTheLine(text: String, message: String) {
+        do {
+            let s = try settings(file: text)
+            _ = try s.toggle("demo")
+            Issue.record("accepted: \(text)")
+        } catch {
+            #expect("\(error)".contains(message), "\(error)")
+        }
+    }
+
+    @Test func configurationIsTyped() throws {
+        let c = try GatewayConfiguration(try settings())
+        #expect(c.host == "0.0.0.0")
+        #expect(c.port == 9000)
+        #expect(c.publicURL == "http://0.0.0.0:9000")
+        #expect(c.keyURIs == .proxy)
+        #expect(throws: SettingsError.self) {
+            try GatewayConfiguration(try Settings(SettingDefinitions.serve, flags: ["listen": "nope"], environment: [:]))
+        }
+    }
+
+    @Test func everyDefinitionHasItsThreeNames() {
+        let d = SettingDefinitions.serve.first { $0.name == "app-secret-file" }
+        #expect(d?.flag == "--app-secret-file")
+        #expect(d?.environmentVariable == "SWARMGATE_APP_SECRET_FILE")
+        #expect(d?.fileKey == "app_secret_file")
+    }
+}
