@@ -1,25 +1,69 @@
+import Foundation
 import Hummingbird
 import Logging
+import ServiceLifecycle
 
-/// A gateway node's HTTP server: the responder behind Hummingbird, stopped gracefully on
-/// SIGTERM or SIGINT (stop accepting, finish in-flight responses, exit).
+/// A gateway node's HTTP server: the responder behind Hummingbird, and with `--demo` a local
+/// origin serving the samples, all in one ServiceGroup that SIGTERM or SIGINT stops gracefully
+/// (stop accepting, finish in-flight responses, exit).
 public struct GatewayServer: Sendable {
-    public let responder: GatewayResponder
+    public let configuration: GatewayConfiguration
     let logger: Logger
 
-    public init(configuration: GatewayConfiguration, origin: any OriginFetching, logger: Logger) {
-        self.responder = GatewayResponder(configuration: configuration, origin: origin, logger: logger)
+    public init(configuration: GatewayConfiguration, logger: Logger) {
+        self.configuration = configuration
         self.logger = logger
     }
 
-    /// Runs until a signal; `onListening` gets the bound port (useful with port 0).
-    public func run(onListening: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
-        let c = responder.configuration
-        let app = Application(
+    /// Runs until a signal. `makeOrigin` gets the origin hosts to allow beyond the configured
+    /// ones (the demo origin); `onListening` gets the bound port and, in demo mode, the demo
+    /// origin's `host:port`.
+    public func run(
+        demoRoot: URL? = nil,
+        makeOrigin: @Sendable ([String]) throws -> any OriginFetching,
+        onListening: @escaping @Sendable (_ port: Int, _ demoOrigin: String?) async -> Void = { _, _ in }
+    ) async throws {
+        var services: [any Service] = []
+        var demoAuthority: String?
+        if let demoRoot {
+            let port = try Self.freeLoopbackPort()
+            demoAuthority = "127.0.0.1:\(port)"
+            services.append(Application(
+                responder: DemoOrigin(root: demoRoot),
+                configuration: .init(address: .hostname("127.0.0.1", port: port), serverName: "swarmgate-demo-origin"),
+                logger: Logger(label: "swarmgate.demo-origin")))
+        }
+        var c = configuration
+        if let demoAuthority { c.allowOrigins.append(demoAuthority) }
+        let responder = GatewayResponder(configuration: c, origin: try makeOrigin(c.allowOrigins), logger: logger)
+        let port = c.port
+        let demo = demoAuthority
+        services.append(Application(
             responder: responder,
             configuration: .init(address: .hostname(c.host, port: c.port), serverName: "swarmgate/\(GatewayResponder.version)"),
-            onServerRunning: { channel in await onListening(channel.localAddress?.port ?? c.port) },
-            logger: logger)
-        try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])
+            onServerRunning: { channel in await onListening(channel.localAddress?.port ?? port, demo) },
+            logger: logger))
+        let group = ServiceGroup(configuration: .init(
+            services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+    }
+
+    /// A port on 127.0.0.1 that nothing listens on right now.
+    static func freeLoopbackPort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw GatewayFailure(.internalServerError, "socket: \(errno)") }
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        addr.sin_port = 0
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &addr) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa -> Bool in
+                bind(fd, sa, len) == 0 && getsockname(fd, sa, &len) == 0
+            }
+        }
+        guard bound else { throw GatewayFailure(.internalServerError, "bind: \(errno)") }
+        return Int(UInt16(bigEndian: addr.sin_port))
     }
 }
