@@ -60,6 +60,10 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         if which in ("hls", "all"):
             bench_hls(sg, mb, python, tmp)
+        if which in ("gateway", "all"):
+            sys.path.insert(0, HERE)
+            import gateway_bench
+            gateway_bench.run(sg, rows, row)
     print(f"machine: {os.cpu_count()} cores; {time.strftime('%Y-%m-%d')}")
     print("| benchmark | swarmgate | peer | ratio | target | met |")
     print("|---|---|---|---|---|---|")

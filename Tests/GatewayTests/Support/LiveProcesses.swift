@@ -1,0 +1,124 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A child process the tests start and always stop: the gateway, an origin.
+final class LiveProcess: @unchecked Sendable {
+    // @unchecked: `process` and the pipes are set in init and only read afterwards; the
+    // stderr text is guarded by `lock`.
+    let process = Process()
+    private let lock = NSLock()
+    private var errText = ""
+    private let outPipe = Pipe(), errPipe = Pipe()
+
+    init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        env.merge(environment) { _, new in new }
+        process.environment = env
+        process.standardOutput = outPipe
+        process.standardError = errPipe
+        errPipe.fileHandleForReading.readabilityHandler = { [weak self] h in
+            let d = h.availableData
+            guard let self, !d.isEmpty else { return }
+            self.lock.withLock { self.errText += String(decoding: d, as: UTF8.self) }
+        }
+        try process.run()
+    }
+
+    var stderr: String { lock.withLock { errText } }
+
+    /// The first line of stdout (origins print their port there).
+    func firstStdoutLine() -> String {
+        var bytes: [UInt8] = []
+        while true {
+            let d = outPipe.fileHandleForReading.readData(ofLength: 1)
+            if d.isEmpty || d.first == UInt8(ascii: "\n") { break }
+            bytes += d
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Waits until stderr matches `pattern`, returning the first capture.
+    func waitForStderr(_ pattern: Regex<(Substring, Substring)>, timeout: Duration = .seconds(30)) throws -> String {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let m = stderr.firstMatch(of: pattern) { return String(m.1) }
+            if !process.isRunning { break }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        throw TestFailure("process did not print \(pattern); stderr:\n\(stderr)")
+    }
+
+    func stop(signal: Int32 = SIGTERM) {
+        if process.isRunning { kill(process.processIdentifier, signal) }
+        process.waitUntilExit()
+        errPipe.fileHandleForReading.readabilityHandler = nil
+    }
+
+    deinit { stop(signal: SIGKILL) }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ d: String) { description = d }
+}
+
+enum Live {
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
+    static let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        .appendingPathComponent("swarmgate").path
+    static let python = ProcessInfo.processInfo.environment["SWARMGATE_PYTHON"] ?? "/usr/bin/python3"
+
+    /// A token-checking origin serving `folder`; returns it and its port.
+    static func origin(serving folder: URL, token: String) throws -> (LiveProcess, Int) {
+        let p = try LiveProcess(python, [packageRoot.appendingPathComponent("Tests/python/token_origin.py").path, folder.path, token])
+        guard let port = Int(p.firstStdoutLine()) else { throw TestFailure("origin did not start: \(p.stderr)") }
+        return (p, port)
+    }
+
+    /// `swarmgate serve` on a free port with these extra arguments; returns it and its port.
+    static func gateway(_ arguments: [String], environment: [String: String] = [:]) throws -> (LiveProcess, Int) {
+        let cache = FileManager.default.temporaryDirectory.appendingPathComponent("sg-cache-\(UUID().uuidString)").path
+        let p = try LiveProcess(binary, ["serve", "--listen", "127.0.0.1:0", "--cache-dir", cache] + arguments, environment: environment)
+        let port = try p.waitForStderr(#/listening on 127\.0\.0\.1:(\d+)/#)
+        return (p, Int(port)!)
+    }
+}
+
+/// One HTTP exchange, redirects not followed.
+struct HTTPResult {
+    var status: Int
+    var headers: [String: String]
+    var body: Data
+    var text: String { String(decoding: body, as: UTF8.self) }
+}
+
+final class NoRedirects: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
+    // @unchecked: stateless.
+    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
+        completionHandler(nil)
+    }
+}
+
+enum HTTP {
+    static let session = URLSession(configuration: .ephemeral, delegate: NoRedirects(), delegateQueue: nil)
+
+    static func get(_ url: String, headers: [String: String] = [:], method: String = "GET") async throws -> HTTPResult {
+        guard let u = URL(string: url) else { throw TestFailure("bad URL \(url)") }
+        var r = URLRequest(url: u)
+        r.httpMethod = method
+        r.timeoutInterval = 30
+        for (k, v) in headers { r.setValue(v, forHTTPHeaderField: k) }
+        let (data, response) = try await session.data(for: r)
+        let http = response as! HTTPURLResponse
+        var h: [String: String] = [:]
+        for (k, v) in http.allHeaderFields { h["\(k)".lowercased()] = "\(v)" }
+        return HTTPResult(status: http.statusCode, headers: h, body: data)
+    }
+}
