@@ -1,0 +1,30 @@
+/// Everything one transfer needs, resolved from the request and the client's configuration.
+struct TransferOptions: Sendable {
+    var url: CurlURL
+    var method: OriginRequest.Method
+    var range: OriginRequest.ByteRange?
+    var headers: [(name: String, value: String)]
+    var connectTimeout: Duration
+    var idleTimeout: Duration
+    var totalTimeout: Duration?
+    var maxBodySize: Int64?
+    var bufferSize: Int
+    var httpVersion: OriginClient.Configuration.HTTPVersion
+    var userAgent: String
+    var policy: AddressPolicy
+
+    init(_ request: OriginRequest, url: CurlURL, method: OriginRequest.Method, configuration c: OriginClient.Configuration) {
+        self.url = url
+        self.method = method
+        self.range = request.range
+        self.headers = request.headers
+        self.connectTimeout = request.timeouts.connect ?? c.connectTimeout
+        self.idleTimeout = request.timeouts.idle ?? c.idleTimeout
+        self.totalTimeout = request.timeouts.total ?? c.totalTimeout
+        self.maxBodySize = request.maxBodySize ?? c.maxBodySize
+        self.bufferSize = max(1, c.bodyBufferSize)
+        self.httpVersion = c.httpVersion
+        self.userAgent = c.userAgent
+        self.policy = c.addressPolicy
+    }
+}
