@@ -10,7 +10,7 @@ struct StreamingTests {
     static let bound = 1 << 20
 
     @Test func slowReaderGetsEveryByteWithBoundedBuffer() async throws {
-        let origin = try FaultOrigin()
+        let origin = try await FaultOrigin.start()
         let client = makeClient(allowing: origin) { $0.bodyBufferSize = Self.bound }
         let response = try await client.fetch(OriginRequest(url: origin.url("/bytes/\(Self.size)?key=big")))
         #expect(response.status == 200)
@@ -43,7 +43,7 @@ struct StreamingTests {
     }
 
     @Test func pausedTransferDoesNotTimeOut() async throws {
-        let origin = try FaultOrigin()
+        let origin = try await FaultOrigin.start()
         let client = makeClient(allowing: origin) {
             $0.bodyBufferSize = 64 << 10
             $0.idleTimeout = .milliseconds(500)
@@ -60,7 +60,7 @@ struct StreamingTests {
     }
 
     @Test func headHasNoBody() async throws {
-        let origin = try FaultOrigin()
+        let origin = try await FaultOrigin.start()
         let client = makeClient(allowing: origin)
         let response = try await client.fetch(OriginRequest(url: origin.url("/bytes/5000"), method: .head))
         #expect(response.status == 200)
