@@ -7,56 +7,50 @@ import Origin
 @Suite("Concurrency, cancellation and shutdown")
 struct ConcurrencyTests {
     @Test func perHostCap() async throws {
-        let origin = try await FaultOrigin.start()
-        let client = makeClient(allowing: origin) { $0.maxConcurrentPerHost = 2 }
-        let url = origin.url("/slow/8?delay=0.04&key=cap")
-        let sizes = try await withThrowingTaskGroup(of: Int.self) { group in
-            for _ in 0..<6 {
-                group.addTask { try await client.fetch(OriginRequest(url: url)).body.collect(upTo: 100).count }
+        try await withOrigin({ $0.maxConcurrentPerHost = 2 }) { origin, client in
+            let url = origin.url("/slow/8?delay=0.04&key=cap")
+            let sizes = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<6 {
+                    group.addTask { try await client.fetch(OriginRequest(url: url)).body.collect(upTo: 100).count }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
             }
-            return try await group.reduce(into: []) { $0.append($1) }
+            #expect(sizes == Array(repeating: 8, count: 6))
+            let counts = try await origin.counts("cap")
+            #expect(counts.requests == 6)
+            #expect(counts.max_inflight == 2)
         }
-        #expect(sizes == Array(repeating: 8, count: 6))
-        let counts = try await origin.counts("cap")
-        #expect(counts.requests == 6)
-        #expect(counts.max_inflight == 2)
-        await client.shutdown()
-        await origin.stop()
     }
 
     @Test func droppedBodyFreesTheSlot() async throws {
-        let origin = try await FaultOrigin.start()
-        let client = makeClient(allowing: origin) { $0.maxConcurrentPerHost = 1 }
-        do {
-            let dripping = try await client.fetch(OriginRequest(url: origin.url("/slow/1000?delay=0.05&key=drop")))
-            #expect(dripping.status == 200)
+        try await withOrigin({ $0.maxConcurrentPerHost = 1 }) { origin, client in
+            do {
+                let dripping = try await client.fetch(OriginRequest(url: origin.url("/slow/1000?delay=0.05&key=drop")))
+                #expect(dripping.status == 200)
+            }
+            // With the only slot still taken this would wait 50 s for the body above, and fail.
+            let request = OriginRequest(url: origin.url("/bytes/10"), timeouts: .init(total: .seconds(5)))
+            let next = try await client.fetch(request)
+            #expect(try await next.body.collect(upTo: 100).count == 10)
+            try await waitUntil { try await origin.counts("drop").inflight == 0 }
         }
-        // With the only slot still taken this would wait 50 s for the body above, and fail.
-        let request = OriginRequest(url: origin.url("/bytes/10"), timeouts: .init(total: .seconds(5)))
-        let next = try await client.fetch(request)
-        #expect(try await next.body.collect(upTo: 100).count == 10)
-        try await waitUntil { try await origin.counts("drop").inflight == 0 }
-        await client.shutdown()
-        await origin.stop()
     }
 
     @Test func cancellingTheReaderAbortsTheTransfer() async throws {
-        let origin = try await FaultOrigin.start()
-        let client = makeClient(allowing: origin)
-        let response = try await client.fetch(OriginRequest(url: origin.url("/slow/400?delay=0.02&key=cancel")))
-        let reader = Task {
-            var received = 0
-            let error = await failure { for try await chunk in response.body { received += chunk.count } }
-            return (received, error)
+        try await withOrigin { origin, client in
+            let response = try await client.fetch(OriginRequest(url: origin.url("/slow/400?delay=0.02&key=cancel")))
+            let reader = Task {
+                var received = 0
+                let error = await failure { for try await chunk in response.body { received += chunk.count } }
+                return (received, error)
+            }
+            try await Task.sleep(for: .milliseconds(200))
+            reader.cancel()
+            let (received, error) = await reader.value
+            #expect(error?.code == .cancelled)
+            #expect(received < 400)
+            try await waitUntil { try await origin.counts("cancel").inflight == 0 }
         }
-        try await Task.sleep(for: .milliseconds(200))
-        reader.cancel()
-        let (received, error) = await reader.value
-        #expect(error?.code == .cancelled)
-        #expect(received < 400)
-        try await waitUntil { try await origin.counts("cancel").inflight == 0 }
-        await client.shutdown()
-        await origin.stop()
     }
 
     @Test func shutdownEndsTransfersAndLaterFetches() async throws {

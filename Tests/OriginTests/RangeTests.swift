@@ -13,50 +13,43 @@ struct RangeTests {
         (.closed(first: 990, last: 5000), 990, 10, "bytes 990-999/1000"),
     ])
     func satisfiableRange(range: OriginRequest.ByteRange, first: Int, count: Int, contentRange: String) async throws {
-        let origin = try await FaultOrigin.start()
-        let client = makeClient(allowing: origin)
-        let response = try await client.fetch(OriginRequest(url: origin.url("/bytes/1000"), range: range))
-        #expect(response.status == 206)
-        #expect(response.header("Content-Range") == contentRange)
-        let body = try await response.body.collect(upTo: 1 << 20)
-        #expect(body.count == count)
-        #expect(isExpectedContent(body, at: first))
-        await client.shutdown()
-        await origin.stop()
+        try await withOrigin { origin, client in
+            let response = try await client.fetch(OriginRequest(url: origin.url("/bytes/1000"), range: range))
+            #expect(response.status == 206)
+            #expect(response.header("Content-Range") == contentRange)
+            let body = try await response.body.collect(upTo: 1 << 20)
+            #expect(body.count == count)
+            #expect(isExpectedContent(body, at: first))
+        }
     }
 
     @Test func unsatisfiableRangePassesThrough() async throws {
-        let origin = try await FaultOrigin.start()
-        let client = makeClient(allowing: origin)
-        let response = try await client.fetch(OriginRequest(url: origin.url("/bytes/1000"), range: .from(first: 2000)))
-        #expect(response.status == 416)
-        #expect(response.header("content-range") == "bytes */1000")
-        await client.shutdown()
-        await origin.stop()
+        try await withOrigin { origin, client in
+            let response = try await client.fetch(OriginRequest(url: origin.url("/bytes/1000"), range: .from(first: 2000)))
+            #expect(response.status == 416)
+            #expect(response.header("content-range") == "bytes */1000")
+        }
     }
 
     @Test func extraHeadersReachTheOrigin() async throws {
-        let origin = try await FaultOrigin.start()
-        let client = makeClient(allowing: origin)
-        let request = OriginRequest(url: origin.url("/bytes/1000"), headers: [("If-None-Match", "\"bytes-1000\"")])
-        let response = try await client.fetch(request)
-        #expect(response.status == 304)
-        #expect(response.header("ETag") == "\"bytes-1000\"")
-        let denied = try await client.fetch(OriginRequest(url: origin.url("/need-token?token=wrong")))
-        #expect(denied.status == 403)
-        let allowed = try await client.fetch(OriginRequest(url: origin.url("/need-token?token=secret")))
-        #expect(try await allowed.body.collect(upTo: 100) == Array("ok".utf8))
-        await client.shutdown()
-        await origin.stop()
+        try await withOrigin { origin, client in
+            let request = OriginRequest(url: origin.url("/bytes/1000"), headers: [("If-None-Match", "\"bytes-1000\"")])
+            let response = try await client.fetch(request)
+            #expect(response.status == 304)
+            #expect(response.header("ETag") == "\"bytes-1000\"")
+            let denied = try await client.fetch(OriginRequest(url: origin.url("/need-token?token=wrong")))
+            #expect(denied.status == 403)
+            let allowed = try await client.fetch(OriginRequest(url: origin.url("/need-token?token=secret")))
+            #expect(try await allowed.body.collect(upTo: 100) == Array("ok".utf8))
+        }
     }
 
     @Test func headerWithLineBreakIsRefused() async throws {
-        let origin = try await FaultOrigin.start()
-        let client = makeClient(allowing: origin)
-        let request = OriginRequest(url: origin.url("/bytes/10?key=crlf"), headers: [("X-A", "1\r\nX-B: 2")])
-        #expect(await failure { try await client.fetch(request) }?.code == .invalidRequest)
-        #expect(try await origin.counts("crlf").requests == 0)
-        await client.shutdown()
-        await origin.stop()
+        try await withOrigin { origin, client in
+            let request = OriginRequest(url: origin.url("/bytes/10?key=crlf"), headers: [("X-A", "1\r\nX-B: 2")])
+            #expect(await failure { try await client.fetch(request) }?.code == .invalidRequest)
+            let counts = try await origin.counts("crlf")
+            #expect(counts.requests == 0)
+        }
     }
 }

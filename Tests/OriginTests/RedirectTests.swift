@@ -8,49 +8,41 @@ import Origin
 struct RedirectTests {
     @Test(arguments: [301, 302, 303, 307, 308])
     func followed(code: Int) async throws {
-        let origin = try await FaultOrigin.start()
-        let client = makeClient(allowing: origin)
-        let response = try await client.fetch(OriginRequest(url: origin.url("/redirect?to=/bytes/10&code=\(code)")))
-        #expect(response.status == 200)
-        #expect(response.effectiveURL == origin.url("/bytes/10"))
-        #expect(try await response.body.collect(upTo: 100).count == 10)
-        await client.shutdown()
-        await origin.stop()
+        try await withOrigin { origin, client in
+            let response = try await client.fetch(OriginRequest(url: origin.url("/redirect?to=/bytes/10&code=\(code)")))
+            #expect(response.status == 200)
+            #expect(response.effectiveURL == origin.url("/bytes/10"))
+            #expect(try await response.body.collect(upTo: 100).count == 10)
+        }
     }
 
     @Test func fiveHopsAreFineSixAreNot() async throws {
-        let origin = try await FaultOrigin.start()
-        let client = makeClient(allowing: origin)
-        let five = try await client.fetch(OriginRequest(url: origin.url("/hops/5")))
-        #expect(five.status == 200)
-        #expect(five.effectiveURL == origin.url("/hops/0"))
-        let error = await failure { try await client.fetch(OriginRequest(url: origin.url("/hops/6"))) }
-        #expect(error?.code == .tooManyRedirects)
-        await client.shutdown()
-        await origin.stop()
+        try await withOrigin { origin, client in
+            let five = try await client.fetch(OriginRequest(url: origin.url("/hops/5")))
+            #expect(five.status == 200)
+            #expect(five.effectiveURL == origin.url("/hops/0"))
+            let error = await failure { try await client.fetch(OriginRequest(url: origin.url("/hops/6"))) }
+            #expect(error?.code == .tooManyRedirects)
+        }
     }
 
     @Test func redirectWithoutUsableLocation() async throws {
-        let origin = try await FaultOrigin.start()
-        let client = makeClient(allowing: origin)
-        let error = await failure {
-            try await client.fetch(OriginRequest(url: origin.url("/redirect?to=ftp://127.0.0.1/x")))
+        try await withOrigin { origin, client in
+            let error = await failure {
+                try await client.fetch(OriginRequest(url: origin.url("/redirect?to=ftp://127.0.0.1/x")))
+            }
+            #expect(error?.code == .badRedirect)
         }
-        #expect(error?.code == .badRedirect)
-        await client.shutdown()
-        await origin.stop()
     }
 
     /// The allowed origin sends the client elsewhere: refused before any connection.
     @Test(arguments: ["http://10.0.0.1/", "http://169.254.169.254/latest/meta-data/", "http://192.168.1.1:8080/"])
     func allowedOriginRedirectsToPrivateAddress(target: String) async throws {
-        let origin = try await FaultOrigin.start()
-        let client = makeClient(allowing: origin)
-        let error = await failure { try await client.fetch(OriginRequest(url: origin.url("/redirect?to=\(target)"))) }
-        #expect(error?.code == .forbiddenAddress)
-        #expect(error?.httpStatusForGateway == 403)
-        await client.shutdown()
-        await origin.stop()
+        try await withOrigin { origin, client in
+            let error = await failure { try await client.fetch(OriginRequest(url: origin.url("/redirect?to=\(target)"))) }
+            #expect(error?.code == .forbiddenAddress)
+            #expect(error?.httpStatusForGateway == 403)
+        }
     }
 
     @Test func allowedOriginRedirectsToAnotherLoopbackOrigin() async throws {

@@ -7,35 +7,29 @@ import Origin
 @Suite("Retries")
 struct RetryTests {
     @Test func serverErrorsThenSuccess() async throws {
-        let origin = try await FaultOrigin.start()
-        let client = makeClient(allowing: origin) { $0.retries = 2 }
-        let response = try await client.fetch(OriginRequest(url: origin.url("/flaky/twice/2")))
-        #expect(response.status == 200)
-        #expect(try await response.body.collect(upTo: 100) == Array("ok".utf8))
-        #expect(try await origin.counts("twice").requests == 3)
-        await client.shutdown()
-        await origin.stop()
+        try await withOrigin({ $0.retries = 2 }) { origin, client in
+            let response = try await client.fetch(OriginRequest(url: origin.url("/flaky/twice/2")))
+            #expect(response.status == 200)
+            #expect(try await response.body.collect(upTo: 100) == Array("ok".utf8))
+            #expect(try await origin.counts("twice").requests == 3)
+        }
     }
 
     @Test func retriesRunOut() async throws {
-        let origin = try await FaultOrigin.start()
-        let client = makeClient(allowing: origin) { $0.retries = 2 }
-        let response = try await client.fetch(OriginRequest(url: origin.url("/flaky/always/10")))
-        #expect(response.status == 500)
-        #expect(try await origin.counts("always").requests == 3)
-        await client.shutdown()
-        await origin.stop()
+        try await withOrigin({ $0.retries = 2 }) { origin, client in
+            let response = try await client.fetch(OriginRequest(url: origin.url("/flaky/always/10")))
+            #expect(response.status == 500)
+            #expect(try await origin.counts("always").requests == 3)
+        }
     }
 
     @Test func noRetryAfterBodyBytes() async throws {
-        let origin = try await FaultOrigin.start()
-        let client = makeClient(allowing: origin) { $0.retries = 2 }
-        let response = try await client.fetch(OriginRequest(url: origin.url("/reset?key=once")))
-        #expect(response.status == 200)
-        #expect(await failure { try await response.body.collect(upTo: 1 << 20) }?.code == .connection)
-        #expect(try await origin.counts("once").requests == 1)
-        await client.shutdown()
-        await origin.stop()
+        try await withOrigin({ $0.retries = 2 }) { origin, client in
+            let response = try await client.fetch(OriginRequest(url: origin.url("/reset?key=once")))
+            #expect(response.status == 200)
+            #expect(await failure { try await response.body.collect(upTo: 1 << 20) }?.code == .connection)
+            #expect(try await origin.counts("once").requests == 1)
+        }
     }
 
     @Test func connectionRefusedIsRetriedThenReported() async throws {

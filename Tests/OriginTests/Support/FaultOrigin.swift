@@ -144,6 +144,25 @@ func makeClient(allowing origin: FaultOrigin, _ configure: (inout OriginClient.C
     }
 }
 
+/// Runs `body` with a fresh fault origin and a client allowed to fetch from it (`configure`
+/// adjusts the client), then shuts both down, also when `body` throws.
+func withOrigin(
+    _ configure: (inout OriginClient.Configuration) -> Void = { _ in },
+    _ body: (FaultOrigin, OriginClient) async throws -> Void
+) async throws {
+    let origin = try await FaultOrigin.start()
+    let client = makeClient(allowing: origin, configure)
+    do {
+        try await body(origin, client)
+    } catch {
+        await client.shutdown()
+        await origin.stop()
+        throw error
+    }
+    await client.shutdown()
+    await origin.stop()
+}
+
 /// The error an operation failed with, or nil if it succeeded. An error that is not an
 /// `OriginError` is recorded as an issue.
 func failure<T>(_ operation: () async throws -> T) async -> OriginError? {
