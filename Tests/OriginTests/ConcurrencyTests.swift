@@ -36,6 +36,22 @@ struct ConcurrencyTests {
         }
     }
 
+    @Test func cancellingAWaitingFetchKeepsTheSlotCount() async throws {
+        try await withOrigin({ $0.maxConcurrentPerHost = 1 }) { origin, client in
+            var first: OriginResponse? = try await client.fetch(OriginRequest(url: origin.url("/slow/1000?delay=0.05")))
+            let url = origin.url("/bytes/1")
+            let waiting = Task { await failure { try await client.fetch(OriginRequest(url: url)) } }
+            try await Task.sleep(for: .milliseconds(200))
+            waiting.cancel()
+            #expect(await waiting.value?.code == .cancelled)
+            #expect(first?.status == 200)
+            first = nil  // frees the only slot
+            let request = OriginRequest(url: origin.url("/bytes/10"), timeouts: .init(total: .seconds(5)))
+            let next = try await client.fetch(request)
+            #expect(try await next.body.collect(upTo: 100).count == 10)
+        }
+    }
+
     @Test func cancellingTheReaderAbortsTheTransfer() async throws {
         try await withOrigin { origin, client in
             let response = try await client.fetch(OriginRequest(url: origin.url("/slow/400?delay=0.02&key=cancel")))

@@ -45,6 +45,15 @@ struct FaultTests {
         }
     }
 
+    @Test func totalTimeoutEndsASteadyButLongTransfer() async throws {
+        try await withOrigin({ $0.totalTimeout = .seconds(1) }) { origin, client in
+            let error = await failure {
+                try await client.fetch(OriginRequest(url: origin.url("/slow/100?delay=0.05"))).body.collect(upTo: 1000)
+            }
+            #expect(error?.code == .timeout)
+        }
+    }
+
     @Test func slowButSteadyOriginIsFine() async throws {
         try await withOrigin({ $0.idleTimeout = .seconds(1) }) { origin, client in
             let response = try await client.fetch(OriginRequest(url: origin.url("/slow/30?delay=0.05")))
