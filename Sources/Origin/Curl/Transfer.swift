@@ -374,8 +374,9 @@ final class Transfer: @unchecked Sendable {
         _ = swarmgate_curl_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
 
         for (name, value) in o.headers {
-            guard !name.isEmpty, !(name + value).contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }),
-                !name.contains(":")
+            // Checked byte by byte: "\r\n" is one Character, equal to neither "\r" nor "\n".
+            guard !name.isEmpty, !name.utf8.contains(UInt8(ascii: ":")),
+                !"\(name)\(value)".utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 })
             else {
                 return OriginError(.invalidRequest, "request header \(name.debugDescription) is not a valid field")
             }

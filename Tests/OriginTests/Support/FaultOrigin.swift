@@ -1,13 +1,18 @@
 import Foundation
 import Origin
+import Synchronization
+import Testing
 
 /// Tests/python/fault_origin.py running on 127.0.0.1 for one test: a real HTTP origin that
-/// misbehaves on request and counts what it was asked. Call `stop()` at the end.
+/// misbehaves on request and counts what it was asked. Start with `await FaultOrigin.start()`,
+/// end with `await stop()`. Nothing here blocks a thread of the concurrency pool (tests run in
+/// parallel on few cores): the port and the exit arrive through Foundation's handlers.
 final class FaultOrigin {
     let port: Int
     private let process: Process
     /// The script's stdin: it exits when this closes, even if the test process dies.
-    private let lifeline = Pipe()
+    private let lifeline: Pipe
+    private let exited: Signal
     /// Asks the origin for its counters; allowed to reach it because it is on the allow list.
     private let control: OriginClient
 
@@ -19,30 +24,35 @@ final class FaultOrigin {
         var sent: Int
     }
 
-    init() throws {
+    static func start() async throws -> FaultOrigin {
         let python = ProcessInfo.processInfo.environment["SWARMGATE_PYTHON"] ?? "python3"
         let script = URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("python/fault_origin.py")
-        process = Process()
+        let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [python, script.path]
-        let out = Pipe()
+        let out = Pipe(), lifeline = Pipe(), exited = Signal(), firstLine = LineReader()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
         process.standardInput = lifeline
+        process.terminationHandler = { _ in exited.fire() }
+        out.fileHandleForReading.readabilityHandler = { handle in firstLine.append(handle.availableData) }
         try process.run()
-        var line = Data()
-        while true {
-            let byte = out.fileHandleForReading.readData(ofLength: 1)
-            if byte.isEmpty || byte == Data("\n".utf8) { break }
-            line += byte
-        }
-        guard let port = Int(String(decoding: line, as: UTF8.self)) else {
+        let line = await firstLine.line()
+        out.fileHandleForReading.readabilityHandler = nil
+        guard let port = Int(line) else {
             process.terminate()
             throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "fault_origin.py printed no port"])
         }
+        return FaultOrigin(process: process, port: port, lifeline: lifeline, exited: exited)
+    }
+
+    private init(process: Process, port: Int, lifeline: Pipe, exited: Signal) {
+        self.process = process
         self.port = port
+        self.lifeline = lifeline
+        self.exited = exited
         var config = OriginClient.Configuration()
         config.addressPolicy = AddressPolicy(allowOrigins: [AllowedOrigin("127.0.0.1:\(port)")!])
         control = OriginClient(configuration: config)
@@ -62,11 +72,59 @@ final class FaultOrigin {
         await control.shutdown()
         try? lifeline.fileHandleForWriting.close()
         process.terminate()
-        process.waitUntilExit()
+        await exited.wait()
     }
 
-    deinit {
-        if process.isRunning { process.terminate() }
+    /// A one-time event that tasks can wait for.
+    private final class Signal: Sendable {
+        private let state = Mutex<(fired: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+        func fire() {
+            let waiters = state.withLock { s in
+                s.fired = true
+                defer { s.waiters = [] }
+                return s.waiters
+            }
+            for w in waiters { w.resume() }
+        }
+
+        func wait() async {
+            await withCheckedContinuation { c in
+                let fired = state.withLock { s in
+                    if !s.fired { s.waiters.append(c) }
+                    return s.fired
+                }
+                if fired { c.resume() }
+            }
+        }
+    }
+
+    /// Collects output until the first newline (or the end) and hands over that line.
+    private final class LineReader: Sendable {
+        private let state = Mutex<(data: Data, line: String?, waiter: CheckedContinuation<String, Never>?)>((Data(), nil, nil))
+
+        func append(_ chunk: Data) {
+            let (waiter, line) = state.withLock { s -> (CheckedContinuation<String, Never>?, String) in
+                guard s.line == nil else { return (nil, "") }
+                s.data += chunk
+                guard chunk.isEmpty || s.data.contains(UInt8(ascii: "\n")) else { return (nil, "") }
+                let line = String(decoding: s.data.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
+                s.line = line
+                defer { s.waiter = nil }
+                return (s.waiter, line)
+            }
+            waiter?.resume(returning: line)
+        }
+
+        func line() async -> String {
+            await withCheckedContinuation { c in
+                let line = state.withLock { s in
+                    if s.line == nil { s.waiter = c }
+                    return s.line
+                }
+                if let line { c.resume(returning: line) }
+            }
+        }
     }
 }
 
@@ -86,13 +144,36 @@ func makeClient(allowing origin: FaultOrigin, _ configure: (inout OriginClient.C
     }
 }
 
-/// The error an operation failed with, or nil if it succeeded.
-func failure<T>(_ operation: () async throws(OriginError) -> T) async -> OriginError? {
+/// Runs `body` with a fresh fault origin and a client allowed to fetch from it (`configure`
+/// adjusts the client), then shuts both down, also when `body` throws.
+func withOrigin(
+    _ configure: (inout OriginClient.Configuration) -> Void = { _ in },
+    _ body: (FaultOrigin, OriginClient) async throws -> Void
+) async throws {
+    let origin = try await FaultOrigin.start()
+    let client = makeClient(allowing: origin, configure)
+    do {
+        try await body(origin, client)
+    } catch {
+        await client.shutdown()
+        await origin.stop()
+        throw error
+    }
+    await client.shutdown()
+    await origin.stop()
+}
+
+/// The error an operation failed with, or nil if it succeeded. An error that is not an
+/// `OriginError` is recorded as an issue.
+func failure<T>(_ operation: () async throws -> T) async -> OriginError? {
     do {
         _ = try await operation()
         return nil
-    } catch {
+    } catch let error as OriginError {
         return error
+    } catch {
+        Issue.record("not an OriginError: \(error)")
+        return nil
     }
 }
 

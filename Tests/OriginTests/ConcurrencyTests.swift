@@ -1,0 +1,90 @@
+import Testing
+
+import Origin
+
+/// The per-host cap, cancellation, dropped bodies and shutdown: the client's resources come
+/// back whatever the consumer does.
+@Suite("Concurrency, cancellation and shutdown")
+struct ConcurrencyTests {
+    @Test func perHostCap() async throws {
+        try await withOrigin({ $0.maxConcurrentPerHost = 2 }) { origin, client in
+            let url = origin.url("/slow/8?delay=0.04&key=cap")
+            let sizes = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<6 {
+                    group.addTask { try await client.fetch(OriginRequest(url: url)).body.collect(upTo: 100).count }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(sizes == Array(repeating: 8, count: 6))
+            let counts = try await origin.counts("cap")
+            #expect(counts.requests == 6)
+            #expect(counts.max_inflight == 2)
+        }
+    }
+
+    @Test func droppedBodyFreesTheSlot() async throws {
+        try await withOrigin({ $0.maxConcurrentPerHost = 1 }) { origin, client in
+            do {
+                let dripping = try await client.fetch(OriginRequest(url: origin.url("/slow/1000?delay=0.05&key=drop")))
+                #expect(dripping.status == 200)
+            }
+            // With the only slot still taken this would wait 50 s for the body above, and fail.
+            let request = OriginRequest(url: origin.url("/bytes/10"), timeouts: .init(total: .seconds(5)))
+            let next = try await client.fetch(request)
+            #expect(try await next.body.collect(upTo: 100).count == 10)
+            try await waitUntil { try await origin.counts("drop").inflight == 0 }
+        }
+    }
+
+    @Test func cancellingAWaitingFetchKeepsTheSlotCount() async throws {
+        try await withOrigin({ $0.maxConcurrentPerHost = 1 }) { origin, client in
+            var first: OriginResponse? = try await client.fetch(OriginRequest(url: origin.url("/slow/1000?delay=0.05")))
+            let url = origin.url("/bytes/1")
+            let waiting = Task { await failure { try await client.fetch(OriginRequest(url: url)) } }
+            try await Task.sleep(for: .milliseconds(200))
+            waiting.cancel()
+            #expect(await waiting.value?.code == .cancelled)
+            #expect(first?.status == 200)
+            first = nil  // frees the only slot
+            let request = OriginRequest(url: origin.url("/bytes/10"), timeouts: .init(total: .seconds(5)))
+            let next = try await client.fetch(request)
+            #expect(try await next.body.collect(upTo: 100).count == 10)
+        }
+    }
+
+    @Test func cancellingTheReaderAbortsTheTransfer() async throws {
+        try await withOrigin { origin, client in
+            let response = try await client.fetch(OriginRequest(url: origin.url("/slow/400?delay=0.02&key=cancel")))
+            let reader = Task {
+                var received = 0
+                let error = await failure { for try await chunk in response.body { received += chunk.count } }
+                return (received, error)
+            }
+            try await Task.sleep(for: .milliseconds(200))
+            reader.cancel()
+            let (received, error) = await reader.value
+            #expect(error?.code == .cancelled)
+            #expect(received < 400)
+            try await waitUntil { try await origin.counts("cancel").inflight == 0 }
+        }
+    }
+
+    @Test func shutdownEndsTransfersAndLaterFetches() async throws {
+        let origin = try await FaultOrigin.start()
+        let client = makeClient(allowing: origin)
+        let response = try await client.fetch(OriginRequest(url: origin.url("/stall")))
+        await client.shutdown()
+        #expect(await failure { try await response.body.collect(upTo: 100) }?.code == .cancelled)
+        #expect(await failure { try await client.fetch(OriginRequest(url: origin.url("/bytes/1"))) }?.code == .cancelled)
+        await origin.stop()
+    }
+
+    /// Polls `condition` for up to 5 s; the origin notices a closed connection on its next write.
+    private func waitUntil(_ condition: () async throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(5)
+        while try await !condition() {
+            try #require(ContinuousClock.now < deadline, "condition not met within 5 s")
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+}

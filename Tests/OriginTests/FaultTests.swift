@@ -1,0 +1,86 @@
+import Testing
+
+import Origin
+
+/// An origin that breaks mid-body, stalls or sends too much: the body ends with an error,
+/// never with a clean end after short data.
+@Suite("Origin faults")
+struct FaultTests {
+    @Test(arguments: ["/reset", "/reset?fin=1"])
+    func brokenBodyThrows(path: String) async throws {
+        try await withOrigin { origin, client in
+            let response = try await client.fetch(OriginRequest(url: origin.url(path)))
+            #expect(response.status == 200)
+            var received = 0
+            let error = await failure {
+                for try await chunk in response.body { received += chunk.count }
+            }
+            #expect(error?.code == .connection)
+            #expect(error?.httpStatusForGateway == 502)
+            #expect(received <= 5000)
+        }
+    }
+
+    @Test func stalledOriginTimesOut() async throws {
+        try await withOrigin({ $0.idleTimeout = .seconds(1) }) { origin, client in
+            let start = ContinuousClock.now
+            let error = await failure {
+                let response = try await client.fetch(OriginRequest(url: origin.url("/stall")))
+                return try await response.body.collect(upTo: 100)
+            }
+            let elapsed = ContinuousClock.now - start
+            #expect(error?.code == .timeout)
+            #expect(error?.httpStatusForGateway == 504)
+            #expect(elapsed >= .seconds(1) && elapsed < .seconds(4))
+        }
+    }
+
+    @Test func perRequestIdleTimeout() async throws {
+        try await withOrigin { origin, client in
+            let request = OriginRequest(url: origin.url("/stall"), timeouts: .init(idle: .milliseconds(500)))
+            let start = ContinuousClock.now
+            let error = await failure { try await client.fetch(request).body.collect(upTo: 100) }
+            #expect(error?.code == .timeout)
+            #expect(ContinuousClock.now - start < .seconds(3))
+        }
+    }
+
+    @Test func totalTimeoutEndsASteadyButLongTransfer() async throws {
+        try await withOrigin({ $0.totalTimeout = .seconds(1) }) { origin, client in
+            let error = await failure {
+                try await client.fetch(OriginRequest(url: origin.url("/slow/100?delay=0.05"))).body.collect(upTo: 1000)
+            }
+            #expect(error?.code == .timeout)
+        }
+    }
+
+    @Test func slowButSteadyOriginIsFine() async throws {
+        try await withOrigin({ $0.idleTimeout = .seconds(1) }) { origin, client in
+            let response = try await client.fetch(OriginRequest(url: origin.url("/slow/30?delay=0.05")))
+            let body = try await response.body.collect(upTo: 100)
+            #expect(body.count == 30 && isExpectedContent(body, at: 0))
+        }
+    }
+
+    @Test func bodyOverTheCapWithLength() async throws {
+        try await withOrigin({ $0.maxBodySize = 4000 }) { origin, client in
+            let error = await failure { try await client.fetch(OriginRequest(url: origin.url("/bytes/5000"))) }
+            #expect(error?.code == .tooLarge)
+            let fits = try await client.fetch(OriginRequest(url: origin.url("/bytes/4000")))
+            #expect(try await fits.body.collect(upTo: 1 << 20).count == 4000)
+        }
+    }
+
+    @Test func bodyOverTheCapWithoutLength() async throws {
+        try await withOrigin { origin, client in
+            let request = OriginRequest(url: origin.url("/bytes/300000?nolength=1"), maxBodySize: 100_000)
+            let response = try await client.fetch(request)
+            var received = 0
+            let error = await failure {
+                for try await chunk in response.body { received += chunk.count }
+            }
+            #expect(error?.code == .tooLarge)
+            #expect(received <= 100_000)
+        }
+    }
+}

@@ -1,0 +1,48 @@
+import Testing
+
+import Origin
+
+/// Connection errors and 5xx answers are retried with backoff, but only before the response
+/// is handed over: a body that fails after its first bytes is never fetched again.
+@Suite("Retries")
+struct RetryTests {
+    @Test func serverErrorsThenSuccess() async throws {
+        try await withOrigin({ $0.retries = 2 }) { origin, client in
+            let response = try await client.fetch(OriginRequest(url: origin.url("/flaky/twice/2")))
+            #expect(response.status == 200)
+            #expect(try await response.body.collect(upTo: 100) == Array("ok".utf8))
+            #expect(try await origin.counts("twice").requests == 3)
+        }
+    }
+
+    @Test func retriesRunOut() async throws {
+        try await withOrigin({ $0.retries = 2 }) { origin, client in
+            let response = try await client.fetch(OriginRequest(url: origin.url("/flaky/always/10")))
+            #expect(response.status == 500)
+            #expect(try await origin.counts("always").requests == 3)
+        }
+    }
+
+    @Test func noRetryAfterBodyBytes() async throws {
+        try await withOrigin({ $0.retries = 2 }) { origin, client in
+            let response = try await client.fetch(OriginRequest(url: origin.url("/reset?key=once")))
+            #expect(response.status == 200)
+            #expect(await failure { try await response.body.collect(upTo: 1 << 20) }?.code == .connection)
+            #expect(try await origin.counts("once").requests == 1)
+        }
+    }
+
+    @Test func connectionRefusedIsRetriedThenReported() async throws {
+        // A port nothing listens on: bind one with the origin, stop it, reuse its number.
+        let gone = try await FaultOrigin.start()
+        let port = gone.port
+        await gone.stop()
+        let client = makeClient {
+            $0.addressPolicy = AddressPolicy(allowOrigins: [AllowedOrigin("127.0.0.1")!])
+        }
+        let error = await failure { try await client.fetch(OriginRequest(url: "http://127.0.0.1:\(port)/")) }
+        #expect(error?.code == .connection)
+        #expect(error?.httpStatusForGateway == 502)
+        await client.shutdown()
+    }
+}
