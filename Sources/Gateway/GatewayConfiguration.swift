@@ -6,6 +6,9 @@ public struct GatewayConfiguration: Sendable {
     public var port: Int
     /// The base URL rewritten manifests point at.
     public var publicURL: String
+    /// Whether `publicURL` was derived from the listen address (and so follows the port
+    /// actually bound, when that was 0).
+    public var publicURLIsDefault: Bool
     public var inheritQuery: InheritQuery
     public var keyURIs: KeyURIMode
     public var allowOrigins: [String]
@@ -21,12 +24,21 @@ public struct GatewayConfiguration: Sendable {
     ) {
         self.host = host
         self.port = port
-        self.publicURL = publicURL ?? "http://\(host.contains(":") ? "[\(host)]" : host):\(port)"
+        self.publicURL = publicURL ?? Self.defaultPublicURL(host: host, port: port)
+        self.publicURLIsDefault = publicURL == nil
         self.inheritQuery = inheritQuery
         self.keyURIs = keyURIs
         self.allowOrigins = allowOrigins
         self.cacheDirectory = cacheDirectory
         self.demo = demo
+    }
+
+    /// `http://HOST:PORT` for a listen address (a wildcard host becomes 127.0.0.1).
+    public static func defaultPublicURLFor(host: String, port: Int) -> String { defaultPublicURL(host: host, port: port) }
+
+    static func defaultPublicURL(host: String, port: Int) -> String {
+        let h = host == "0.0.0.0" || host == "::" ? "127.0.0.1" : host
+        return "http://\(h.contains(":") ? "[\(h)]" : h):\(port)"
     }
 
     public init(_ s: Settings) throws(SettingsError) {

@@ -8,7 +8,7 @@ import Synchronization
 /// The gateway's HTTP answers (SPEC sections 1 and 2): the node endpoints, then every other
 /// request target decoded as a proxy URL. Manifests are fetched and rewritten on every request;
 /// media objects are streamed from the origin.
-public struct GatewayResponder: HTTPResponder {
+public final class GatewayResponder: HTTPResponder {
     public typealias Context = BasicRequestContext
 
     public let configuration: GatewayConfiguration
@@ -16,6 +16,8 @@ public struct GatewayResponder: HTTPResponder {
     public let stats: TrafficStats
     public let uploads: UploadSwitch
     let variables: StreamVariables
+    /// The public URL, fixed once the server is bound (see `GatewayConfiguration.publicURLIsDefault`).
+    let publicURL: Mutex<String>
     let logger: Logger
     let started = ContinuousClock.now
     public static let version = "0.1.0"
@@ -28,8 +30,17 @@ public struct GatewayResponder: HTTPResponder {
         self.stats = stats
         self.uploads = UploadSwitch()
         self.variables = StreamVariables()
+        self.publicURL = Mutex(configuration.publicURL)
         self.logger = logger
     }
+
+    /// Tells the responder the port the server was bound to.
+    public func serverBound(port: Int) {
+        guard configuration.publicURLIsDefault else { return }
+        publicURL.withLock { $0 = GatewayConfiguration.defaultPublicURL(host: configuration.host, port: port) }
+    }
+
+    public var currentPublicURL: String { publicURL.withLock { $0 } }
 
     public func respond(to request: Request, context: Context) async throws -> Response {
         let start = ContinuousClock.now
@@ -205,7 +216,7 @@ public struct GatewayResponder: HTTPResponder {
             switch format {
             case .hls:
                 var options = HLSRewriter.Options()
-                options.gateway = configuration.publicURL
+                options.gateway = currentPublicURL
                 options.xresid = proxy.xresid
                 options.inheritQuery = configuration.inheritQuery
                 options.keyURIs = configuration.keyURIs

@@ -41,7 +41,11 @@ public struct GatewayServer: Sendable {
         services.append(Application(
             responder: responder,
             configuration: .init(address: .hostname(c.host, port: c.port), serverName: "swarmgate/\(GatewayResponder.version)"),
-            onServerRunning: { channel in await onListening(channel.localAddress?.port ?? port, demo) },
+            onServerRunning: { channel in
+                let bound = channel.localAddress?.port ?? port
+                responder.serverBound(port: bound)
+                await onListening(bound, demo)
+            },
             logger: logger))
         let group = ServiceGroup(configuration: .init(
             services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))

@@ -58,7 +58,7 @@ struct SettingsTests {
         let c = try GatewayConfiguration(try settings())
         #expect(c.host == "0.0.0.0")
         #expect(c.port == 9000)
-        #expect(c.publicURL == "http://0.0.0.0:9000")
+        #expect(c.publicURL == "http://127.0.0.1:9000", "a wildcard listen address is no URL a player can use")
         #expect(c.keyURIs == .proxy)
         #expect(throws: SettingsError.self) {
             try GatewayConfiguration(try Settings(SettingDefinitions.serve, flags: ["listen": "nope"], environment: [:]))

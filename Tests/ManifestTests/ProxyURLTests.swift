@@ -65,6 +65,13 @@ struct ProxyURLTests {
         }
     }
 
+    @Test func aPercentEncodedIPv6HostIsDecoded() throws {
+        let p = try ProxyURL(requestTarget: "/hls.vod.p2p.com/%5B::1%5D%3A8080/a.ts")
+        #expect(p.origin.authority == "[::1]:8080")
+        #expect(throws: ManifestError.self) { try ProxyURL(requestTarget: "/hls.vod.p2p.com/host%40evil/a.ts") }
+        #expect(throws: ManifestError.self) { try ProxyURL(requestTarget: "/hls.vod.p2p.com/h%zz/a.ts") }
+    }
+
     @Test func xmodeOrderedIsAccepted() throws {
         let p = try ProxyURL(requestTarget: "/xdfs.p2p.com/cdn.example.com/movie.mp4?sign=1&xresid=m1&xmode=ordered")
         #expect(p.virtualHost == .file)

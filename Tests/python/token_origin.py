@@ -9,9 +9,10 @@ GET /__stats -> {"requests": N, "bytes": N}   (no token needed)
 import http.server
 import json
 import os
+import signal
 import sys
 import threading
-from urllib.parse import urlsplit, parse_qs, unquote
+from urllib.parse import urlsplit, unquote
 
 ROOT, TOKEN = os.path.abspath(sys.argv[1]), sys.argv[2]
 TYPES = {".m3u8": "application/vnd.apple.mpegurl", ".mpd": "application/dash+xml", ".ts": "video/mp2t",
@@ -46,7 +47,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.send_body(200, json.dumps(stats).encode(), [("Content-Type", "application/json")])
         with lock:
             stats["requests"] += 1
-        if parse_qs(url.query).get("token") != [TOKEN]:
+        # The token must arrive byte for byte, still percent-encoded as the player sent it.
+        if f"token={TOKEN}" not in url.query.split("&"):
             return self.send_body(403, b"token required\n")
         path = os.path.abspath(os.path.join(ROOT, unquote(url.path).lstrip("/")))
         if not path.startswith(ROOT + os.sep) or not os.path.isfile(path):
@@ -68,6 +70,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_body(200, data, headers)
 
 
+# A test runner may start us with SIGTERM blocked (the mask is inherited): unblock it, and also
+# exit when the parent closes our stdin, so no origin outlives its test.
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
+threading.Thread(target=lambda: (sys.stdin.read(), os._exit(0)), daemon=True).start()
 server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 server.daemon_threads = True
 print(server.server_address[1], flush=True)

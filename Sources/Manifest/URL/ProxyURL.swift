@@ -40,7 +40,14 @@ public struct ProxyURL: Hashable, Sendable {
         }
         let afterVHost = vhostEnd < pathBytes.endIndex ? pathBytes[(vhostEnd + 1)...] : []
         let hostEnd = afterVHost.firstIndex(of: ASCII.slash) ?? afterVHost.endIndex
-        let host = afterVHost[..<hostEnd]
+        var host = afterVHost[..<hostEnd]
+        if host.contains(UInt8(ascii: "%")) {
+            // Clients may percent-encode "[", "]" or ":" of an IPv6 host; a host name never has "%".
+            guard let decoded = Self.percentDecoded(host) else {
+                throw ManifestError(.invalidProxyURL, "origin host is not valid")
+            }
+            host = decoded[...]
+        }
         guard Self.isValidAuthority(host) else {
             throw ManifestError(.invalidProxyURL, host.isEmpty ? "no origin host" : "origin host is not valid")
         }
@@ -111,6 +118,24 @@ public struct ProxyURL: Hashable, Sendable {
             try writer.write(target, isKey: isKey, into: &out)
         }
         return String(decoding: out, as: UTF8.self)
+    }
+
+    static func percentDecoded(_ s: ArraySlice<UInt8>) -> [UInt8]? {
+        var out: [UInt8] = []
+        var i = s.startIndex
+        while i < s.endIndex {
+            if s[i] == UInt8(ascii: "%") {
+                guard i + 2 < s.endIndex, let v = UInt8(String(decoding: s[(i + 1)...(i + 2)], as: UTF8.self), radix: 16) else {
+                    return nil
+                }
+                out.append(v)
+                i += 3
+            } else {
+                out.append(s[i])
+                i += 1
+            }
+        }
+        return out
     }
 
     /// host, host:port or [v6]:port, with nothing that could smuggle another authority in.

@@ -11,7 +11,7 @@ final class LiveProcess: @unchecked Sendable {
     let process = Process()
     private let lock = NSLock()
     private var errText = ""
-    private let outPipe = Pipe(), errPipe = Pipe()
+    private let outPipe = Pipe(), errPipe = Pipe(), inPipe = Pipe()
 
     init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
         process.executableURL = URL(fileURLWithPath: executable)
@@ -21,6 +21,7 @@ final class LiveProcess: @unchecked Sendable {
         process.environment = env
         process.standardOutput = outPipe
         process.standardError = errPipe
+        process.standardInput = inPipe
         errPipe.fileHandleForReading.readabilityHandler = { [weak self] h in
             let d = h.availableData
             guard let self, !d.isEmpty else { return }
@@ -53,10 +54,23 @@ final class LiveProcess: @unchecked Sendable {
         throw TestFailure("process did not print \(pattern); stderr:\n\(stderr)")
     }
 
-    func stop(signal: Int32 = SIGTERM) {
+    /// Sends `signal`, and SIGKILL if the process has not exited after `grace`: a child may
+    /// inherit a blocked SIGTERM from the test runner.
+    func stop(signal: Int32 = SIGTERM, grace: Duration = .seconds(10)) {
+        try? inPipe.fileHandleForWriting.close()
         if process.isRunning { kill(process.processIdentifier, signal) }
+        let deadline = ContinuousClock.now + grace
+        while process.isRunning && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
         errPipe.fileHandleForReading.readabilityHandler = nil
+    }
+
+    /// Whether the process ended by itself within `timeout`, and its exit status.
+    func waitForExit(timeout: Duration) -> Int32? {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        return process.isRunning ? nil : process.terminationStatus
     }
 
     deinit { stop(signal: SIGKILL) }

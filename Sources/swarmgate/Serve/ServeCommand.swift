@@ -1,0 +1,106 @@
+import ArgumentParser
+import Foundation
+import Gateway
+import Logging
+
+/// `swarmgate serve`: a gateway node (SPEC section 4). Every flag is a setting of the same
+/// name (`SettingDefinitions.serve`), also read from `SWARMGATE_*` variables and `--config`.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve", abstract: "Run a gateway node that players point at instead of the CDN.")
+
+    @Option(help: "A TOML file with settings.") var config: String?
+    @Option(help: "HOST:PORT to listen on (default 127.0.0.1:8080).") var listen: String?
+    @Option(name: .customLong("public-url"), help: "Base URL that rewritten manifests point at.") var publicURL: String?
+    @Option(name: .customLong("cache-dir"), help: "Folder of the piece cache.") var cacheDir: String?
+    @Option(name: .customLong("cache-size"), help: "Hard bound of the piece cache, e.g. 10GiB.") var cacheSize: String?
+    @Option(help: "ws://HOST:PORT/swarm/v1/ws of the tracker (default: embedded).") var tracker: String?
+    @Option(name: .customLong("allow-origin"), help: "Origin hosts that may be fetched: host, host:port or *.suffix, comma-separated.") var allowOrigin: String?
+    @Option(name: .customLong("inherit-query"), help: "Playlist query parameters copied onto its URIs: names or *.") var inheritQuery: String?
+    @Option(name: .customLong("key-uris"), help: "EXT-X-KEY URIs: origin or proxy.") var keyURIs: String?
+    @Option(name: .customLong("app-id"), help: "The app id nodes and tracker share.") var appID: String?
+    @Option(name: .customLong("app-secret-file"), help: "A file holding the app secret.") var appSecretFile: String?
+    @Flag(help: "Also serve samples/ as a local origin and print a URL a player can open.") var demo = false
+
+    /// The flags given, by setting name.
+    var givenFlags: [String: String] {
+        var f: [String: String] = [:]
+        f["config"] = config
+        f["listen"] = listen
+        f["public-url"] = publicURL
+        f["cache-dir"] = cacheDir
+        f["cache-size"] = cacheSize
+        f["tracker"] = tracker
+        f["allow-origin"] = allowOrigin
+        f["inherit-query"] = inheritQuery
+        f["key-uris"] = keyURIs
+        f["app-id"] = appID
+        f["app-secret-file"] = appSecretFile
+        if demo { f["demo"] = "true" }
+        return f
+    }
+
+    func run() async throws {
+        let settings: Settings
+        let configuration: GatewayConfiguration
+        do {
+            settings = try Settings(SettingDefinitions.serve, flags: givenFlags, environment: ProcessInfo.processInfo.environment)
+            configuration = try GatewayConfiguration(settings)
+        } catch {
+            throw ValidationError(error.message)
+        }
+        var logger = Logger(label: "swarmgate")
+        logger.logLevel = .info
+        var demoRoot: URL?
+        if configuration.demo {
+            let samples = ProcessInfo.processInfo.environment["SWARMGATE_SAMPLES"] ?? "samples"
+            var isDir: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: samples + "/hls-ts/master.m3u8", isDirectory: &isDir) else {
+                throw ValidationError("--demo serves ./samples (or SWARMGATE_SAMPLES): run it from the repository root")
+            }
+            demoRoot = URL(fileURLWithPath: samples)
+        }
+        let server = GatewayServer(configuration: configuration, logger: logger)
+        try await server.run(demoRoot: demoRoot, makeOrigin: { allow in try OriginClientAdapter(allowOrigins: allow) }) { port, demo in
+            let publicURL = configuration.publicURLIsDefault
+                ? GatewayConfiguration.defaultPublicURLFor(host: configuration.host, port: port) : configuration.publicURL
+            var text = "swarmgate \(GatewayResponder.version) listening on \(configuration.host):\(port), public URL \(publicURL)\n"
+            if let demo {
+                text += "demo origin on http://\(demo)/ serving the samples; open one of these in a player (ffplay, mpv, VLC):\n"
+                for path in ["hls-ts/master.m3u8", "hls-fmp4/index.m3u8", "hls-byterange/index.m3u8", "hls-aes/index.m3u8", "dash/manifest.mpd"] {
+                    text += "  \(publicURL)/hls.vod.p2p.com/\(demo)/\(path)\n"
+                }
+            }
+            FileHandle.standardError.write(Data(text.utf8))
+        }
+    }
+}
+
+/// `swarmgate health [URL]`: exit 0 when URL/health answers 200.
+struct HealthCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "health", abstract: "Exit 0 when a gateway's /health answers 200, else 1.")
+
+    @Argument(help: "The gateway's URL (default http://127.0.0.1:8080).") var url: String = "http://127.0.0.1:8080"
+
+    func run() async throws {
+        var base = url
+        while base.hasSuffix("/") { base.removeLast() }
+        let probe: OriginClientAdapter
+        do { probe = try OriginClientAdapter(allowOrigins: [Self.authority(of: base)]) } catch { throw ExitCode(1) }
+        do {
+            let answer = try await probe.fetch(OriginFetch(url: base + "/health", maxBodySize: 1 << 16))
+            if answer.status == 200 { return }
+        } catch {
+            FileHandle.standardError.write(Data("swarmgate health: \(error)\n".utf8))
+        }
+        throw ExitCode(1)
+    }
+
+    /// host[:port] of an http(s) URL, for the probe's allow list (the gateway is usually local).
+    static func authority(of url: String) -> String {
+        var rest = Substring(url)
+        if let r = rest.range(of: "://") { rest = rest[r.upperBound...] }
+        return String(rest.prefix { $0 != "/" })
+    }
+}
