@@ -16,6 +16,10 @@ public struct GatewayConfiguration: Sendable {
     public var demo: Bool
     /// Playlists and MPDs larger than this are refused (SPEC section 5).
     public var maxManifestSize = 16 << 20
+    /// Media objects larger than this are refused (SPEC section 5).
+    public var maxObjectSize: Int64 = 4 << 30
+    /// How long an origin may send nothing before the request fails.
+    public var originIdleTimeout: Duration = .seconds(10)
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, publicURL: String? = nil, inheritQuery: InheritQuery = .none,
@@ -58,5 +62,10 @@ public struct GatewayConfiguration: Sendable {
             host: host, port: port, publicURL: s["public-url"], inheritQuery: InheritQuery(setting: s["inherit-query"] ?? ""),
             keyURIs: keys, allowOrigins: s.list("allow-origin"), cacheDirectory: s["cache-dir"] ?? "swarmgate-cache",
             demo: try s.toggle("demo"))
+        if let size = try s.size("max-object-size") { maxObjectSize = size }
+        if let t = s["origin-idle-timeout"] {
+            guard let seconds = Double(t), seconds > 0 else { throw SettingsError("origin-idle-timeout must be seconds, not '\(t)'") }
+            originIdleTimeout = .milliseconds(Int64(seconds * 1000))
+        }
     }
 }

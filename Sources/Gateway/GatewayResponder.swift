@@ -170,26 +170,26 @@ public final class GatewayResponder: HTTPResponder {
         } catch {
             throw error.failure
         }
-        if proxy.virtualHost == .hls && !proxy.isKey && answer.status == 200 {
-            let contentType = answer.header("content-type")
-            if manifestHint || ManifestFormat.detect(body: [UInt8](), contentType: contentType, path: nil) != nil {
-                return try await rewriteManifest(answer, proxy: proxy, head: [])
-            }
-            // Sniff the first bytes: an origin may serve a playlist at any path and type.
-            let iterator = ChunkIterator(answer.body)
-            let first: [UInt8]
-            do { first = try await iterator.next() ?? [] } catch { throw GatewayFailure(.badGateway, "origin failed: \(error)") }
-            let rest = AsyncThrowingStream<[UInt8], any Error> {
-                try await iterator.next()
-            }
-            var remaining = answer
-            remaining.body = rest
-            if ManifestFormat.detect(body: first, contentType: contentType, path: nil) != nil {
-                return try await rewriteManifest(remaining, proxy: proxy, head: first)
-            }
-            return try streamMedia(remaining, proxy: proxy, clientRange: clientRange, head: first, method: request.method)
+        let contentType = answer.header("content-type")
+        let mayBeManifest = proxy.virtualHost == .hls && !proxy.isKey && answer.status == 200
+        if mayBeManifest && (manifestHint || ManifestFormat.detect(body: [UInt8](), contentType: contentType, path: nil) != nil) {
+            return try await rewriteManifest(answer, proxy: proxy, head: [])
         }
-        return try streamMedia(answer, proxy: proxy, clientRange: clientRange, head: [], method: request.method)
+        // Wait for the first bytes before answering: an origin that stalls now still gets a
+        // 504, and the bytes tell a playlist served at any path and type from a media object.
+        let iterator = ChunkIterator(answer.body)
+        let first: [UInt8]
+        do {
+            first = try await iterator.next() ?? []
+        } catch {
+            throw (error as? OriginFetchError)?.failure ?? GatewayFailure(.badGateway, "origin failed: \(error)")
+        }
+        var remaining = answer
+        remaining.body = AsyncThrowingStream<[UInt8], any Error> { try await iterator.next() }
+        if mayBeManifest && ManifestFormat.detect(body: first, contentType: contentType, path: nil) != nil {
+            return try await rewriteManifest(remaining, proxy: proxy, head: first)
+        }
+        return try streamMedia(remaining, proxy: proxy, clientRange: clientRange, head: first, method: request.method)
     }
 
     func rewriteManifest(_ answer: OriginAnswer, proxy: ProxyURL, head: [UInt8]) async throws(GatewayFailure) -> Response {

@@ -15,12 +15,12 @@ public struct GatewayServer: Sendable {
         self.logger = logger
     }
 
-    /// Runs until a signal. `makeOrigin` gets the origin hosts to allow beyond the configured
-    /// ones (the demo origin); `onListening` gets the bound port and, in demo mode, the demo
+    /// Runs until a signal. `makeOrigin` gets the configuration with the origin hosts to allow,
+    /// the demo origin included; `onListening` gets the bound port and, in demo mode, the demo
     /// origin's `host:port`.
     public func run(
         demoRoot: URL? = nil,
-        makeOrigin: @Sendable ([String]) throws -> any OriginFetching,
+        makeOrigin: @Sendable (GatewayConfiguration) throws -> any OriginFetching,
         onListening: @escaping @Sendable (_ port: Int, _ demoOrigin: String?) async -> Void = { _, _ in }
     ) async throws {
         var services: [any Service] = []
@@ -35,7 +35,7 @@ public struct GatewayServer: Sendable {
         }
         var c = configuration
         if let demoAuthority { c.allowOrigins.append(demoAuthority) }
-        let responder = GatewayResponder(configuration: c, origin: try makeOrigin(c.allowOrigins), logger: logger)
+        let responder = GatewayResponder(configuration: c, origin: try makeOrigin(c), logger: logger)
         let port = c.port
         let demo = demoAuthority
         services.append(Application(

@@ -5,8 +5,10 @@ public final class OriginClientAdapter: OriginFetching {
     public let client: OriginClient
 
     /// `allowOrigins` empty: any host whose address is public (SPEC section 5).
-    public init(allowOrigins: [String]) throws(SettingsError) {
+    public init(allowOrigins: [String], idleTimeout: Duration = .seconds(10), maxObjectSize: Int64 = 4 << 30) throws(SettingsError) {
         var configuration = OriginClient.Configuration()
+        configuration.idleTimeout = idleTimeout
+        configuration.maxBodySize = maxObjectSize
         if !allowOrigins.isEmpty {
             var entries: [AllowedOrigin] = []
             for entry in allowOrigins {
@@ -61,5 +63,11 @@ final class BodyIterator: @unchecked Sendable {
     // @unchecked: the unfolding stream calls `next()` serially, one call at a time.
     private var iterator: OriginBody.AsyncIterator
     init(_ body: OriginBody) { iterator = body.makeAsyncIterator() }
-    func next() async throws -> [UInt8]? { try await iterator.next() }
+    func next() async throws -> [UInt8]? {
+        do {
+            return try await iterator.next()
+        } catch {
+            throw OriginFetchError(OriginClientAdapter.kind(error), error.description)
+        }
+    }
 }

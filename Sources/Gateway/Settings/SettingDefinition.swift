@@ -47,6 +47,8 @@ public enum SettingDefinitions {
         .init("tracker", help: "ws://HOST:PORT/swarm/v1/ws of the tracker; without it, an embedded tracker."),
         .init("inherit-query", default: "", help: "Query parameters of a playlist URL copied onto its URIs: names, comma-separated, or *."),
         .init("key-uris", default: "origin", help: "EXT-X-KEY URIs: origin or proxy."),
+        .init("max-object-size", default: "4GiB", help: "Largest media object fetched from an origin, e.g. 4GiB."),
+        .init("origin-idle-timeout", default: "10", help: "Seconds an origin may send nothing before the request fails (504)."),
         .init("demo", kind: .toggle, default: "false", help: "Also serve samples/ as a local origin and print a URL a player can open."),
     ]
 

@@ -55,6 +55,28 @@ public struct Settings: Sendable {
 
     public subscript(_ name: String) -> String? { values[name] }
 
+    /// A size such as `4GiB`, `512MiB`, `10GB` or `1048576` (bytes), as a byte count.
+    public func size(_ name: String) throws(SettingsError) -> Int64? {
+        guard let text = values[name]?.trimmingASCIISpaces, !text.isEmpty else { return nil }
+        let digits = text.prefix { $0.isNumber || $0 == "." }
+        let unit = text.dropFirst(digits.count).trimmingASCIISpaces.lowercased()
+        let scale: Double
+        switch unit {
+        case "", "b": scale = 1
+        case "k", "kb": scale = 1e3
+        case "kib": scale = 1024
+        case "m", "mb": scale = 1e6
+        case "mib": scale = 1_048_576
+        case "g", "gb": scale = 1e9
+        case "gib": scale = 1_073_741_824
+        case "t", "tb": scale = 1e12
+        case "tib": scale = Double(1 << 40)
+        default: throw SettingsError("\(name): unknown unit '\(unit)' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)")
+        }
+        guard let n = Double(digits), n >= 0, n * scale < 9e18 else { throw SettingsError("\(name): cannot read '\(text)'") }
+        return Int64(n * scale)
+    }
+
     public func list(_ name: String) -> [String] { lists[name] ?? [] }
 
     public func toggle(_ name: String) throws(SettingsError) -> Bool {

@@ -20,6 +20,8 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("key-uris"), help: "EXT-X-KEY URIs: origin or proxy.") var keyURIs: String?
     @Option(name: .customLong("app-id"), help: "The app id nodes and tracker share.") var appID: String?
     @Option(name: .customLong("app-secret-file"), help: "A file holding the app secret.") var appSecretFile: String?
+    @Option(name: .customLong("max-object-size"), help: "Largest media object fetched from an origin, e.g. 4GiB.") var maxObjectSize: String?
+    @Option(name: .customLong("origin-idle-timeout"), help: "Seconds an origin may send nothing before the request fails (504).") var originIdleTimeout: String?
     @Flag(help: "Also serve samples/ as a local origin and print a URL a player can open.") var demo = false
 
     /// The flags given, by setting name.
@@ -36,6 +38,8 @@ struct ServeCommand: AsyncParsableCommand {
         f["key-uris"] = keyURIs
         f["app-id"] = appID
         f["app-secret-file"] = appSecretFile
+        f["max-object-size"] = maxObjectSize
+        f["origin-idle-timeout"] = originIdleTimeout
         if demo { f["demo"] = "true" }
         return f
     }
@@ -61,7 +65,9 @@ struct ServeCommand: AsyncParsableCommand {
             demoRoot = URL(fileURLWithPath: samples)
         }
         let server = GatewayServer(configuration: configuration, logger: logger)
-        try await server.run(demoRoot: demoRoot, makeOrigin: { allow in try OriginClientAdapter(allowOrigins: allow) }) { port, demo in
+        try await server.run(demoRoot: demoRoot, makeOrigin: { c in
+            try OriginClientAdapter(allowOrigins: c.allowOrigins, idleTimeout: c.originIdleTimeout, maxObjectSize: c.maxObjectSize)
+        }) { port, demo in
             let publicURL = configuration.publicURLIsDefault
                 ? GatewayConfiguration.defaultPublicURLFor(host: configuration.host, port: port) : configuration.publicURL
             var text = "swarmgate \(GatewayResponder.version) listening on \(configuration.host):\(port), public URL \(publicURL)\n"

@@ -95,6 +95,19 @@ enum Live {
         return (p, port)
     }
 
+    /// Tests/python/fault_origin.py (an origin that misbehaves on request); returns it and its port.
+    static func faultOrigin() throws -> (LiveProcess, Int) {
+        let p = try LiveProcess(python, [packageRoot.appendingPathComponent("Tests/python/fault_origin.py").path])
+        guard let port = Int(p.firstStdoutLine()) else { throw TestFailure("fault origin did not start: \(p.stderr)") }
+        return (p, port)
+    }
+
+    /// Requests the origin saw, from the token origin's /__stats.
+    static func originRequests(_ port: Int) async throws -> Int {
+        let r = try await HTTP.get("http://127.0.0.1:\(port)/__stats")
+        return Int(r.text.firstMatch(of: #/"requests": (\d+)/#).map { String($0.1) } ?? "-1") ?? -1
+    }
+
     /// `swarmgate serve` on a free port with these extra arguments; returns it and its port.
     static func gateway(_ arguments: [String], environment: [String: String] = [:]) throws -> (LiveProcess, Int) {
         let cache = FileManager.default.temporaryDirectory.appendingPathComponent("sg-cache-\(UUID().uuidString)").path

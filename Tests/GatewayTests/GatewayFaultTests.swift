@@ -1,0 +1,148 @@
+import Foundation
+import Testing
+
+/// What a player sees when the origin misbehaves (tests/python/fault_origin.py).
+@Suite("Gateway: origin faults", .serialized)
+final class GatewayFaultTests {
+    let origin: LiveProcess
+    let originPort: Int
+    let gateway: LiveProcess
+    let port: Int
+
+    init() throws {
+        (origin, originPort) = try Live.faultOrigin()
+        (gateway, port) = try Live.gateway([
+            "--allow-origin", "127.0.0.1:\(originPort)", "--origin-idle-timeout", "1.5", "--max-object-size", "1MiB",
+        ])
+    }
+
+    deinit {
+        gateway.stop()
+        origin.stop()
+    }
+
+    func url(_ path: String, vhost: String = "xdfs.p2p.com") -> String {
+        "http://127.0.0.1:\(port)/\(vhost)/127.0.0.1:\(originPort)\(path)"
+    }
+
+    func count(_ key: String) async throws -> Int {
+        let r = try await HTTP.get("http://127.0.0.1:\(originPort)/count/\(key)")
+        return Int(r.text.firstMatch(of: #/"requests": ?(\d+)/#).map { String($0.1) } ?? "-1") ?? -1
+    }
+
+    @Test func fiveHundredsThenSuccessAreRetried() async throws {
+        let r = try await HTTP.get(url("/flaky/gw-flaky/2"))
+        #expect(r.status == 200)
+        #expect(r.text == "ok")
+        #expect(try await count("gw-flaky") == 3)
+    }
+
+    @Test func persistentFiveHundredsBecome502() async throws {
+        let r = try await HTTP.get(url("/flaky/gw-down/100"))
+        #expect(r.status == 502)
+        #expect(r.text.contains("\"code\":502"))
+    }
+
+    @Test func aResetMidBodyAbortsTheResponseNeverAShort200() async throws {
+        do {
+            let r = try await HTTP.get(url("/reset"))
+            // If the client library hands anything back, it must not be a clean, short 200.
+            #expect(!(r.status == 200 && r.body.count < 100_000), "a short 200 of \(r.body.count) bytes")
+        } catch {
+            // An aborted transfer: what a player must see.
+        }
+    }
+
+    @Test func aStalledOriginIs504WithinTheTimeout() async throws {
+        let start = ContinuousClock.now
+        let r = try await HTTP.get(url("/stall?seconds=30"))
+        #expect(r.status == 504)
+        #expect(ContinuousClock.now - start < .seconds(6))
+    }
+
+    @Test func aBodyOverTheCapIsRefused() async throws {
+        let r = try await HTTP.get(url("/bytes/2000000"))
+        #expect(r.status == 502)
+        #expect(r.text.contains("\"code\":502"))
+        let ok = try await HTTP.get(url("/bytes/500000"))
+        #expect(ok.status == 200)
+        #expect(ok.body.count == 500_000)
+    }
+
+    @Test func redirectsAreFollowedAndTheEffectiveURLIsTheBase() async throws {
+        let target = "http://127.0.0.1:\(originPort)/hops/0"
+        let r = try await HTTP.get(url("/redirect?to=\(target.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)&code=302"))
+        #expect(r.status == 200)
+        #expect(r.text == "done")
+    }
+
+    @Test func gracefulShutdownFinishesTheResponseInFlight() async throws {
+        let (g, p) = try Live.gateway(["--allow-origin", "127.0.0.1:\(originPort)"])
+        let slow = "http://127.0.0.1:\(p)/xdfs.p2p.com/127.0.0.1:\(originPort)/slow/40?delay=0.05"
+        let fetch = Task { try await HTTP.get(slow) }
+        try await Task.sleep(for: .milliseconds(600))
+        kill(g.process.processIdentifier, SIGTERM)
+        let r = try await fetch.value
+        #expect(r.status == 200)
+        #expect(r.body.count == 40, "the response in flight completes")
+        #expect(g.waitForExit(timeout: .seconds(15)) == 0)
+        g.stop()
+    }
+}
+
+/// SPEC section 5 without an allow list: only public addresses, checked on the address
+/// connected to, redirects included. The origin's own counter shows no request reached it.
+@Suite("Gateway: SSRF", .serialized)
+final class GatewaySSRFTests {
+    let origin: LiveProcess
+    let originPort: Int
+    let gateway: LiveProcess
+    let port: Int
+
+    init() throws {
+        (origin, originPort) = try Live.origin(serving: Live.packageRoot.appendingPathComponent("samples"), token: "t")
+        (gateway, port) = try Live.gateway([])
+    }
+
+    deinit {
+        gateway.stop()
+        origin.stop()
+    }
+
+    @Test func loopbackInEverySpellingIsRefusedAndNeverContacted() async throws {
+        let spellings = ["127.0.0.1", "localhost", "0x7f000001", "2130706433", "0177.0.0.1", "127.1", "%5B::1%5D", "%5B::ffff:127.0.0.1%5D"]
+        for host in spellings {
+            let r = try await HTTP.get("http://127.0.0.1:\(port)/hls.vod.p2p.com/\(host):\(originPort)/hls-ts/low-000.ts?token=t")
+            #expect(r.status == 403, "\(host): \(r.text)")
+            #expect(r.text.contains("\"code\":403"))
+        }
+        #expect(try await Live.originRequests(originPort) == 0)
+    }
+
+    @Test(arguments: ["169.254.169.254", "10.0.0.1", "192.168.1.1", "100.64.0.1", "%5Bfe80::1%5D"])
+    func privateAndLinkLocalAreRefusedBeforeConnecting(host: String) async throws {
+        let r = try await HTTP.get("http://127.0.0.1:\(port)/hls.vod.p2p.com/\(host)/latest/meta-data")
+        #expect(r.status == 403, "\(host): \(r.text)")
+    }
+}
+
+/// An allowed origin that redirects to a private address: refused, nothing contacted.
+@Suite("Gateway: redirects to private addresses", .serialized)
+final class GatewayRedirectSSRFTests {
+    @Test func anAllowedOriginRedirectingToLoopbackIsRefused() async throws {
+        let (fault, faultPort) = try Live.faultOrigin()
+        let (victim, victimPort) = try Live.origin(serving: Live.packageRoot.appendingPathComponent("samples"), token: "t")
+        let (g, p) = try Live.gateway(["--allow-origin", "127.0.0.1:\(faultPort)"])
+        defer {
+            g.stop()
+            fault.stop()
+            victim.stop()
+        }
+        for target in ["http://127.0.0.1:\(victimPort)/hls-ts/low-000.ts?token=t", "http://localhost:\(victimPort)/x", "http://169.254.169.254/latest"] {
+            let to = target.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            let r = try await HTTP.get("http://127.0.0.1:\(p)/xdfs.p2p.com/127.0.0.1:\(faultPort)/redirect?to=\(to)&code=302")
+            #expect(r.status == 403, "\(target): \(r.text)")
+        }
+        #expect(try await Live.originRequests(victimPort) == 0)
+    }
+}
