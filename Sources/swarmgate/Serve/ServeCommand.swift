@@ -55,6 +55,13 @@ struct ServeCommand: AsyncParsableCommand {
         }
         var logger = Logger(label: "swarmgate")
         logger.logLevel = .info
+        // Settings of parts that are not built yet: accepted (so configs and scripts can be
+        // written now) but said to do nothing, never silently ignored.
+        let pending = ["tracker", "cache-size", "app-id", "app-secret-file"].filter { givenFlags[$0] != nil
+            || ProcessInfo.processInfo.environment["SWARMGATE_" + $0.uppercased().replacingOccurrences(of: "-", with: "_")] != nil }
+        for name in pending {
+            logger.warning("setting has no effect yet: the piece cache and the swarm are not built", metadata: ["setting": "\(name)"])
+        }
         var demoRoot: URL?
         if configuration.demo {
             let samples = ProcessInfo.processInfo.environment["SWARMGATE_SAMPLES"] ?? "samples"
