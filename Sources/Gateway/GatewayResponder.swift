@@ -21,6 +21,8 @@ public final class GatewayResponder: HTTPResponder {
     let logger: Logger
     let started = ContinuousClock.now
     public static let version = "0.1.0"
+    /// The largest buffer handed to the HTTP writer at once.
+    static let writeChunk = 16 << 10
     /// SPEC section 1: a request line longer than this is answered 414.
     static let maxRequestTarget = 8 << 10
 
@@ -295,10 +297,14 @@ public final class GatewayResponder: HTTPResponder {
                         toSkip -= Int64(n)
                     }
                     if Int64(slice.count) > left { slice = slice.prefix(Int(left)) }
-                    if !slice.isEmpty {
-                        try await writer.write(ByteBuffer(bytes: slice))
-                        stats.add(slice.count, from: .cdn, xresid: xresid)
-                        left -= Int64(slice.count)
+                    // The writer's backpressure counts buffers, not bytes: small buffers keep
+                    // what waits for a slow player small.
+                    while !slice.isEmpty {
+                        let part = slice.prefix(Self.writeChunk)
+                        try await writer.write(ByteBuffer(bytes: part))
+                        stats.add(part.count, from: .cdn, xresid: xresid)
+                        left -= Int64(part.count)
+                        slice = slice.dropFirst(part.count)
                     }
                     return left > 0
                 }

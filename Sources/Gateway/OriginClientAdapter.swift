@@ -9,6 +9,9 @@ public final class OriginClientAdapter: OriginFetching {
         var configuration = OriginClient.Configuration()
         configuration.idleTimeout = idleTimeout
         configuration.maxBodySize = maxObjectSize
+        // Per transfer, what the origin may send ahead of a slow player: with a thousand
+        // players on one node this, not the object size, is what bounds memory.
+        configuration.bodyBufferSize = 32 << 10
         if !allowOrigins.isEmpty {
             var entries: [AllowedOrigin] = []
             for entry in allowOrigins {
