@@ -126,7 +126,15 @@ struct BatchRewrite: Sendable {
                 return .failure("\(error)")
             }
         case .dash:
-            return .failure("DASH support is not built yet")
+            var options = DASHRewriter.Options()
+            options.gateway = plan.settings.gateway
+            options.xresid = xresid
+            do {
+                let result = try DASHRewriter(mpdURL: job.url, options: options).rewrite(bytes)
+                return .success(Outcome(output: result.output, format: .dash, xresid: xresid, hls: nil))
+            } catch {
+                return .failure("\(error)")
+            }
         }
     }
 
