@@ -56,5 +56,7 @@ let package = Package(
         .testTarget(name: "ManifestTests", dependencies: ["Manifest"], swiftSettings: strictSwift),
         .testTarget(name: "OriginTests", dependencies: ["Origin"], swiftSettings: strictSwift),
         .testTarget(name: "CLITests", dependencies: ["swarmgate"], swiftSettings: strictSwift),
+        // DASH rewriting; depends on the executable too so that `swarmgate rewrite` is built for its CLI test.
+        .testTarget(name: "DASHTests", dependencies: ["Manifest", "swarmgate"], swiftSettings: strictSwift),
     ]
 )
