@@ -47,38 +47,40 @@ struct DASHRewriteRun {
     // MARK: Levels
 
     mutating func period(_ node: XMLNode, parent: DASHBase) throws(ManifestError) {
-        try xlink(of: node, parent)
-        let base = try level(node, parent: parent)
-        let first = representations.count
-        let inherited = segmentElements(of: node)
-        try node.forEachElementChild { child throws(ManifestError) in
-            if child.isInNamespace(dash), child.hasLocalName("AdaptationSet") {
-                try adaptationSet(child, parent: base, period: inherited)
-            } else if !(child.isInNamespace(dash) && child.hasLocalName("BaseURL")) {
-                try xlinks(in: child, base)
-            }
-        }
-        for kind in SegmentKind.allCases {
-            guard let element = inherited[kind.rawValue] else { continue }
-            periodSites.append(SegmentSite(node: element, kind: kind, base: base, isPeriodLevel: true, scope: first..<representations.count))
+        try container(node, parent: parent, childName: "AdaptationSet", isPeriodLevel: true) { run, child, base, own throws(ManifestError) in
+            try run.adaptationSet(child, parent: base, period: own)
         }
     }
 
     mutating func adaptationSet(_ node: XMLNode, parent: DASHBase, period: [XMLNode?]) throws(ManifestError) {
+        try container(node, parent: parent, childName: "Representation", isPeriodLevel: false) { run, child, base, own throws(ManifestError) in
+            try run.representation(child, parent: base, inherited: SegmentKind.allCases.map { [period[$0.rawValue], own[$0.rawValue]] })
+        }
+    }
+
+    /// A Period or an AdaptationSet: its own `xlink:href` and BaseURLs, then `visit` for each
+    /// child named `childName` (with the base below this level and this level's segment
+    /// elements), `xlink:href` below the other children, and finally this level's segment
+    /// elements noted as sites over the Representations found below.
+    mutating func container(
+        _ node: XMLNode, parent: DASHBase, childName: StaticString, isPeriodLevel: Bool,
+        _ visit: (inout DASHRewriteRun, XMLNode, DASHBase, [XMLNode?]) throws(ManifestError) -> Void
+    ) throws(ManifestError) {
         try xlink(of: node, parent)
         let base = try level(node, parent: parent)
         let first = representations.count
         let own = segmentElements(of: node)
         try node.forEachElementChild { child throws(ManifestError) in
-            if child.isInNamespace(dash), child.hasLocalName("Representation") {
-                try representation(child, parent: base, inherited: SegmentKind.allCases.map { [period[$0.rawValue], own[$0.rawValue]] })
+            if child.isInNamespace(dash), child.hasLocalName(childName) {
+                try visit(&self, child, base, own)
             } else if !(child.isInNamespace(dash) && child.hasLocalName("BaseURL")) {
                 try xlinks(in: child, base)
             }
         }
         for kind in SegmentKind.allCases {
             guard let element = own[kind.rawValue] else { continue }
-            adaptationSetSites.append(SegmentSite(node: element, kind: kind, base: base, isPeriodLevel: false, scope: first..<representations.count))
+            let site = SegmentSite(node: element, kind: kind, base: base, isPeriodLevel: isPeriodLevel, scope: first..<representations.count)
+            if isPeriodLevel { periodSites.append(site) } else { adaptationSetSites.append(site) }
         }
     }
 
