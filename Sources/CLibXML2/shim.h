@@ -10,9 +10,10 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 #include <libxml/xmlerror.h>
-#include <libxml/xmlsave.h>
+#include <libxml/SAX2.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /// The libxml2 version the process runs with, as LIBXML_VERSION's number (e.g. 20914).
 static inline int swarmgate_xml_runtime_version(void) {
@@ -28,46 +29,61 @@ static inline void swarmgate_xml_silence_errors(void) {
     xmlThrDefSetGenericErrorFunc(NULL, swarmgate_xml_silent_error);
 }
 
-/// The first error of one parse: what swarmgate reports, since libxml2's last error is often a
-/// consequence of the first ("Extra content at the end" after "AttValue length too long").
+/// What checking one document found: its first error (libxml2's last error is often a
+/// consequence of the first, "Extra content at the end" after "AttValue length too long"), and
+/// whether it declared a DTD or entities.
 typedef struct {
     int code;
     int line;
+    int declarations;
     char message[160];
-} swarmgate_xml_error;
+} swarmgate_xml_check_result;
 
 static void swarmgate_xml_record_error(void *userData, xmlErrorPtr error) {
     xmlParserCtxtPtr ctxt = (xmlParserCtxtPtr)userData;
     if (ctxt == NULL || ctxt->_private == NULL || error == NULL || error->level < XML_ERR_ERROR) return;
-    swarmgate_xml_error *first = (swarmgate_xml_error *)ctxt->_private;
-    if (first->code != 0) return;
-    first->code = error->code;
-    first->line = error->line;
-    snprintf(first->message, sizeof first->message, "%s", error->message ? error->message : "XML error");
+    swarmgate_xml_check_result *result = (swarmgate_xml_check_result *)ctxt->_private;
+    if (result->code != 0) return;
+    result->code = error->code;
+    result->line = error->line;
+    snprintf(result->message, sizeof result->message, "%s", error->message ? error->message : "XML error");
 }
 
-/// A parser context that records its first error into `sink` and prints nothing. The context
-/// is libxml2's SAX2 user data, so the structured handler receives it.
-static inline xmlParserCtxtPtr swarmgate_xml_new_parser(swarmgate_xml_error *sink) {
+static void swarmgate_xml_saw_subset(void *userData, const xmlChar *name, const xmlChar *publicID, const xmlChar *systemID) {
+    (void)name; (void)publicID; (void)systemID;
+    xmlParserCtxtPtr ctxt = (xmlParserCtxtPtr)userData;
+    if (ctxt != NULL && ctxt->_private != NULL) ((swarmgate_xml_check_result *)ctxt->_private)->declarations = 1;
+}
+
+static void swarmgate_xml_saw_entity(void *userData, const xmlChar *name, int type, const xmlChar *publicID,
+                                     const xmlChar *systemID, xmlChar *content) {
+    (void)type; (void)content;
+    swarmgate_xml_saw_subset(userData, name, publicID, systemID);
+}
+
+/// Checks that `bytes` is a well-formed, namespace-well-formed XML document, with libxml2 as a
+/// SAX parser that builds nothing: no tree, no entity expansion, no network, no DTD loading.
+/// The bytes are read as UTF-8 whatever their declaration says. Options: NONET, IGNORE_ENC,
+/// NOERROR, NOWARNING; never NOENT, DTDLOAD, DTDATTR, DTDVALID, HUGE or XINCLUDE, so
+/// libxml2's own limits hold (nesting 256, names and attribute values 10,000,000 bytes).
+/// Returns 1 when well-formed, 0 when not, -1 when out of memory.
+static inline int swarmgate_xml_check(const char *bytes, int size, swarmgate_xml_check_result *result) {
     xmlParserCtxtPtr ctxt = xmlNewParserCtxt();
-    if (ctxt == NULL) return NULL;
-    ctxt->_private = sink;
+    if (ctxt == NULL) return -1;
+    memset(ctxt->sax, 0, sizeof(xmlSAXHandler));
+    ctxt->sax->initialized = XML_SAX2_MAGIC;
     ctxt->sax->serror = swarmgate_xml_record_error;
-    return ctxt;
+    ctxt->sax->internalSubset = swarmgate_xml_saw_subset;
+    ctxt->sax->externalSubset = swarmgate_xml_saw_subset;
+    ctxt->sax->entityDecl = swarmgate_xml_saw_entity;
+    ctxt->_private = result;
+    int options = XML_PARSE_NONET | XML_PARSE_IGNORE_ENC | XML_PARSE_NOERROR | XML_PARSE_NOWARNING;
+    xmlDocPtr doc = xmlCtxtReadMemory(ctxt, bytes, size, NULL, "UTF-8", options);
+    if (doc != NULL) xmlFreeDoc(doc);  // nothing builds one without a startDocument handler
+    int wellFormed = ctxt->wellFormed && result->code == 0;
+    xmlFreeParserCtxt(ctxt);
+    return wellFormed ? 1 : 0;
 }
 
-/// The only parse options swarmgate uses: no network, the caller's encoding (UTF-8) instead of
-/// the document's declaration, line numbers past 65535, errors recorded rather than printed.
-/// Never NOENT, DTDLOAD, DTDATTR, DTDVALID, HUGE or XINCLUDE.
-static inline int swarmgate_xml_safe_parse_options(void) {
-    return XML_PARSE_NONET | XML_PARSE_IGNORE_ENC | XML_PARSE_BIG_LINES | XML_PARSE_NOERROR | XML_PARSE_NOWARNING;
-}
-
-/// Save options: no reformatting; `declaration` 0 drops the XML declaration.
-static inline int swarmgate_xml_save_options(int declaration) {
-    return declaration ? 0 : XML_SAVE_NO_DECL;
-}
-
-static inline void swarmgate_xml_free(void *p) { xmlFree(p); }
 
 #endif

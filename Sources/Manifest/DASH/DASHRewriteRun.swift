@@ -6,10 +6,10 @@
 /// elements must be made explicit per Representation.
 struct DASHRewriteRun {
     let r: DASHRewriter
-    let root: XMLNode
+    let root: MPDNode
     /// The MPD's namespace: elements in other namespaces (DRM, extensions) are not walked as
     /// DASH elements, only searched for `xlink:href`.
-    let dash: UnsafePointer<UInt8>?
+    let dash: Int32
     let documentBase: DASHBase
 
     var representations: [RepresentationScope] = []
@@ -20,17 +20,17 @@ struct DASHRewriteRun {
     var pending: [PendingWrite] = []
     var references: [DASHReference] = []
 
-    init(rewriter: DASHRewriter, root: XMLNode) {
+    init(rewriter: DASHRewriter, root: MPDNode) {
         r = rewriter
         self.root = root
-        dash = root.namespaceURI
+        dash = root.namespace
         documentBase = DASHBase(document: rewriter.mpdURL)
     }
 
     mutating func run() throws(ManifestError) {
         let base = try level(root, parent: documentBase)
         try root.forEachElementChild { child throws(ManifestError) in
-            guard child.isInNamespace(dash) else { return try xlinks(in: child, base) }
+            guard child.namespace == dash else { return try xlinks(in: child, base) }
             if child.hasLocalName("Period") {
                 try period(child, parent: base)
             } else if child.hasLocalName("Location") {
@@ -46,13 +46,13 @@ struct DASHRewriteRun {
 
     // MARK: Levels
 
-    mutating func period(_ node: XMLNode, parent: DASHBase) throws(ManifestError) {
+    mutating func period(_ node: MPDNode, parent: DASHBase) throws(ManifestError) {
         try container(node, parent: parent, childName: "AdaptationSet", isPeriodLevel: true) { run, child, base, own throws(ManifestError) in
             try run.adaptationSet(child, parent: base, period: own)
         }
     }
 
-    mutating func adaptationSet(_ node: XMLNode, parent: DASHBase, period: [XMLNode?]) throws(ManifestError) {
+    mutating func adaptationSet(_ node: MPDNode, parent: DASHBase, period: [MPDNode?]) throws(ManifestError) {
         try container(node, parent: parent, childName: "Representation", isPeriodLevel: false) { run, child, base, own throws(ManifestError) in
             try run.representation(child, parent: base, inherited: SegmentKind.allCases.map { [period[$0.rawValue], own[$0.rawValue]] })
         }
@@ -63,17 +63,17 @@ struct DASHRewriteRun {
     /// elements), `xlink:href` below the other children, and finally this level's segment
     /// elements noted as sites over the Representations found below.
     mutating func container(
-        _ node: XMLNode, parent: DASHBase, childName: StaticString, isPeriodLevel: Bool,
-        _ visit: (inout DASHRewriteRun, XMLNode, DASHBase, [XMLNode?]) throws(ManifestError) -> Void
+        _ node: MPDNode, parent: DASHBase, childName: StaticString, isPeriodLevel: Bool,
+        _ visit: (inout DASHRewriteRun, MPDNode, DASHBase, [MPDNode?]) throws(ManifestError) -> Void
     ) throws(ManifestError) {
         try xlink(of: node, parent)
         let base = try level(node, parent: parent)
         let first = representations.count
         let own = segmentElements(of: node)
         try node.forEachElementChild { child throws(ManifestError) in
-            if child.isInNamespace(dash), child.hasLocalName(childName) {
+            if child.namespace == dash, child.hasLocalName(childName) {
                 try visit(&self, child, base, own)
-            } else if !(child.isInNamespace(dash) && child.hasLocalName("BaseURL")) {
+            } else if !(child.namespace == dash && child.hasLocalName("BaseURL")) {
                 try xlinks(in: child, base)
             }
         }
@@ -84,11 +84,11 @@ struct DASHRewriteRun {
         }
     }
 
-    mutating func representation(_ node: XMLNode, parent: DASHBase, inherited: [[XMLNode?]]) throws(ManifestError) {
+    mutating func representation(_ node: MPDNode, parent: DASHBase, inherited: [[MPDNode?]]) throws(ManifestError) {
         try xlink(of: node, parent)
         let base = try level(node, parent: parent)
         try node.forEachElementChild { child throws(ManifestError) in
-            if !(child.isInNamespace(dash) && child.hasLocalName("BaseURL")) { try xlinks(in: child, base) }
+            if !(child.namespace == dash && child.hasLocalName("BaseURL")) { try xlinks(in: child, base) }
         }
         representations.append(
             RepresentationScope(
@@ -97,10 +97,10 @@ struct DASHRewriteRun {
     }
 
     /// The first SegmentBase, SegmentList and SegmentTemplate child of a level, by kind.
-    func segmentElements(of node: XMLNode) -> [XMLNode?] {
-        var found: [XMLNode?] = [nil, nil, nil]
+    func segmentElements(of node: MPDNode) -> [MPDNode?] {
+        var found: [MPDNode?] = [nil, nil, nil]
         try? node.forEachElementChild { child in
-            guard child.isInNamespace(dash), let kind = SegmentKind(child), found[kind.rawValue] == nil else { return }
+            guard child.namespace == dash, let kind = SegmentKind(child), found[kind.rawValue] == nil else { return }
             found[kind.rawValue] = child
         }
         return found
@@ -109,10 +109,10 @@ struct DASHRewriteRun {
     // MARK: BaseURL, Location, xlink
 
     /// Rewrites the level's BaseURL children and returns the base below the level.
-    mutating func level(_ node: XMLNode, parent: DASHBase) throws(ManifestError) -> DASHBase {
+    mutating func level(_ node: MPDNode, parent: DASHBase) throws(ManifestError) -> DASHBase {
         var alternatives: [DASHBase] = []
         try node.forEachElementChild { child throws(ManifestError) in
-            guard child.isInNamespace(dash), child.hasLocalName("BaseURL") else { return }
+            guard child.namespace == dash, child.hasLocalName("BaseURL") else { return }
             let text = child.text
             guard let form = try located(child.line, { () throws(ManifestError) in
                 try r.writer.form(text[...], in: parent, allowRelative: true)
@@ -128,7 +128,7 @@ struct DASHRewriteRun {
     }
 
     /// Location and PatchLocation: always absolute, against the MPD URL.
-    mutating func rewriteText(_ node: XMLNode, in base: DASHBase, role: DASHReference.Role) throws(ManifestError) {
+    mutating func rewriteText(_ node: MPDNode, in base: DASHBase, role: DASHReference.Role) throws(ManifestError) {
         let text = node.text
         guard let form = try located(node.line, { () throws(ManifestError) in
             try r.writer.form(text[...], in: base, allowRelative: false)
@@ -139,18 +139,18 @@ struct DASHRewriteRun {
 
     /// The element's own `xlink:href`, absolute (a remote element is fetched on its own).
     /// `urn:mpeg:dash:resolve-to-zero:2013` is not http and stays.
-    mutating func xlink(of node: XMLNode, _ base: DASHBase) throws(ManifestError) {
-        guard let href = node.attribute("href", namespace: XMLAttribute.xlinkNamespace) else { return }
-        let value = href.value
+    mutating func xlink(of node: MPDNode, _ base: DASHBase) throws(ManifestError) {
+        guard let href = node.xlinkHref else { return }
+        let value = node.attributeValue(at: href)
         guard let form = try located(node.line, { () throws(ManifestError) in
             try r.writer.form(value[...], in: base, allowRelative: false)
         }) else { return }
         try note(.xlink, value, in: base, line: node.line, representation: nil)
-        href.setValue(form.bytes)
+        node.setAttributeValue(at: href, form.bytes)
     }
 
     /// `xlink:href` on `node` and every element below it.
-    mutating func xlinks(in node: XMLNode, _ base: DASHBase) throws(ManifestError) {
+    mutating func xlinks(in node: MPDNode, _ base: DASHBase) throws(ManifestError) {
         try xlink(of: node, base)
         try node.forEachElementChild { child throws(ManifestError) in try xlinks(in: child, base) }
     }
@@ -180,7 +180,7 @@ struct DASHRewriteRun {
 enum SegmentKind: Int, CaseIterable {
     case base, list, template
 
-    init?(_ node: XMLNode) {
+    init?(_ node: MPDNode) {
         if node.hasLocalName("SegmentTemplate") {
             self = .template
         } else if node.hasLocalName("SegmentList") {
@@ -196,16 +196,16 @@ enum SegmentKind: Int, CaseIterable {
 /// A Representation: the base its segment URLs resolve against and its segment elements,
 /// inherited (`inherited[kind] = [Period's, AdaptationSet's]`) and its own.
 struct RepresentationScope {
-    let node: XMLNode
+    let node: MPDNode
     let base: DASHBase
     let id: String?
-    let inherited: [[XMLNode?]]
-    var own: [XMLNode?]
+    let inherited: [[MPDNode?]]
+    var own: [MPDNode?]
 }
 
 /// A segment element on a Period or AdaptationSet, with the Representations below it.
 struct SegmentSite {
-    let node: XMLNode
+    let node: MPDNode
     let kind: SegmentKind
     /// The base at the element's own level.
     let base: DASHBase

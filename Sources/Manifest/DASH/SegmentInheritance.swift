@@ -10,7 +10,7 @@ struct SegmentItem {
         case child(Int)
     }
 
-    let owner: XMLNode
+    let owner: MPDNode
     let attribute: StaticString
     let key: Key
     let role: DASHReference.Role
@@ -21,7 +21,7 @@ struct SegmentItem {
     ]
 
     /// The child kinds with URLs, by `Key.child` index. Index 0 has the 2011 spelling too.
-    static func childKind(_ node: XMLNode) -> Int? {
+    static func childKind(_ node: MPDNode) -> Int? {
         if node.hasLocalName("Initialization") || node.hasLocalName("Initialisation") { return 0 }
         if node.hasLocalName("RepresentationIndex") { return 1 }
         if node.hasLocalName("BitstreamSwitching") { return 2 }
@@ -30,7 +30,7 @@ struct SegmentItem {
     }
 
     /// Every URL item of a segment element, in document order.
-    static func items(of element: XMLNode, kind: SegmentKind) -> [SegmentItem] {
+    static func items(of element: MPDNode, kind: SegmentKind) -> [SegmentItem] {
         var items: [SegmentItem] = []
         if kind == .template {
             for (i, (name, role)) in templateAttributes.enumerated() where element.hasAttribute(name) {
@@ -59,7 +59,7 @@ struct SegmentItem {
     }
 
     /// Whether `lower` (a segment element below this item's) declares what overrides it.
-    static func overrides(_ lower: XMLNode, _ key: Key) -> Bool {
+    static func overrides(_ lower: MPDNode, _ key: Key) -> Bool {
         switch key {
         case .attribute(let i):
             return lower.hasAttribute(templateAttributes[i].0)
@@ -140,7 +140,7 @@ extension DASHRewriteRun {
         var seen: Set<DASHBase.Key> = []
         for i in site.scope {
             let rep = representations[i]
-            var lower: [XMLNode?] = [rep.own[site.kind.rawValue]]
+            var lower: [MPDNode?] = [rep.own[site.kind.rawValue]]
             if site.isPeriodLevel { lower.append(rep.inherited[site.kind.rawValue][1]) }
             if lower.contains(where: { $0.map { SegmentItem.overrides($0, key) } ?? false }) { continue }
             if seen.insert(rep.base.key).inserted { bases.append(rep.base) }
@@ -155,15 +155,15 @@ extension DASHRewriteRun {
         let rep = representations[i]
         let chain = rep.inherited[kind.rawValue].compactMap { $0 }
         guard let innermost = chain.last else { return }
-        guard let target = rep.own[kind.rawValue] ?? innermost.copy(into: rep.node, before: nil, deep: false) else { return }
+        let target = rep.own[kind.rawValue] ?? innermost.copy(into: rep.node, before: nil, deep: false)
         for upper in chain.reversed() {
             target.copyMissingAttributes(from: upper)
-            var missing: [XMLNode] = []
+            var missing: [MPDNode] = []
             try? upper.forEachElementChild { child in
                 if !target.hasChild(namedLike: child) { missing.append(child) }
             }
             for child in missing {
-                _ = child.copy(into: target, before: Self.insertionPoint(for: child, in: target), deep: true)
+                child.copy(into: target, before: Self.insertionPoint(for: child, in: target), deep: true)
             }
         }
         representations[i].own[kind.rawValue] = target
@@ -172,8 +172,8 @@ extension DASHRewriteRun {
     /// The first child of `parent` that comes after `child` in the schema's order
     /// (Initialization, RepresentationIndex, FailoverContent, SegmentTimeline,
     /// BitstreamSwitching, SegmentURL), so copies land where a validator expects them.
-    static func insertionPoint(for child: XMLNode, in parent: XMLNode) -> XMLNode? {
-        func rank(_ n: XMLNode) -> Int {
+    static func insertionPoint(for child: MPDNode, in parent: MPDNode) -> MPDNode? {
+        func rank(_ n: MPDNode) -> Int {
             switch SegmentItem.childKind(n) {
             case 0: return 0
             case 1: return 1
@@ -183,7 +183,7 @@ extension DASHRewriteRun {
             }
         }
         let mine = rank(child)
-        var found: XMLNode?
+        var found: MPDNode?
         try? parent.forEachElementChild { c in
             if found == nil, rank(c) > mine { found = c }
         }
