@@ -158,20 +158,21 @@ struct DASHRewriteRun {
     // MARK: Helpers
 
     /// Runs `body`, giving an error without a line the element's line.
-    func located<T>(_ line: Int, _ body: () throws(ManifestError) -> T) throws(ManifestError) -> T {
+    func located<T>(_ line: @autoclosure () -> Int, _ body: () throws(ManifestError) -> T) throws(ManifestError) -> T {
         do {
             return try body()
         } catch {
-            throw error.line == nil ? ManifestError(error.code, line: line, error.message) : error
+            throw error.line == nil ? ManifestError(error.code, line: line(), error.message) : error
         }
     }
 
     /// Records a rewritten URL when references are collected.
     mutating func note(
-        _ role: DASHReference.Role, _ raw: [UInt8], in base: DASHBase, line: Int, representation: String?
+        _ role: DASHReference.Role, _ raw: @autoclosure () -> [UInt8], in base: DASHBase, line: @autoclosure () -> Int,
+        representation: String?
     ) throws(ManifestError) {
-        guard r.options.collectReferences, let origin = try r.writer.origin(raw[...], in: base) else { return }
-        references.append(DASHReference(role: role, origin: origin, representationID: representation, line: line))
+        guard r.options.collectReferences, let origin = try r.writer.origin(raw()[...], in: base) else { return }
+        references.append(DASHReference(role: role, origin: origin, representationID: representation, line: line()))
     }
 }
 

@@ -3,15 +3,20 @@
 /// input and splices the edits in, so every byte that is not an edited URL stays as it was.
 ///
 /// Elements that a rewrite copies onto a Representation (see `DASHRewriteRun.makeExplicit`)
-/// are records too: they point at the bytes of the element they copy and carry their own edits.
+/// are records too: they point at the bytes of the element they copy and have their own
+/// attribute records (same bytes), so each copy's values can differ.
 /// Used by one rewrite at a time, so it is not Sendable.
 final class MPDDocument {
     let bytes: [UInt8]
-    var elements: [ScannedElement] = []
-    var attributes: [ScannedAttribute] = []
+    // Exclusivity is not checked at run time on these: a rewrite is single-threaded and never
+    // holds an access across a call that could touch them again.
+    @exclusivity(unchecked) var elements: [ScannedElement] = []
+    @exclusivity(unchecked) var attributes: [ScannedAttribute] = []
     /// Namespace URIs met in the document, decoded; elements and attributes refer to them by index.
     var namespaces: [[UInt8]] = []
-    var edits: [ElementEdits] = []
+    /// New raw (escaped) attribute values, by index into `attributes` (nil: unchanged).
+    @exclusivity(unchecked) var newValues: [[UInt8]?] = []
+    @exclusivity(unchecked) var edits: [ElementEdits] = []
     private var lineStarts: [Int]?
 
     static let xlinkNamespace = Array("http://www.w3.org/1999/xlink".utf8)
@@ -42,6 +47,19 @@ final class MPDDocument {
             if starts[mid] <= offset { lo = mid } else { hi = mid }
         }
         return lo + 1
+    }
+
+    /// Whether the bytes at `r` spell `s`.
+    @inline(__always)
+    func equal(_ r: Range<Int>, _ s: StaticString) -> Bool {
+        guard r.count == s.utf8CodeUnitCount else { return false }
+        let p = s.utf8Start
+        var k = 0
+        for i in r {
+            if bytes[i] != p[k] { return false }
+            k += 1
+        }
+        return true
     }
 
     /// The edits of element `e`, created on first use.
@@ -106,10 +124,9 @@ struct ScannedAttribute {
     var quote: UInt8
 }
 
-/// What the rewrite changes in one element.
+/// What the rewrite adds to one element (new values of its own attributes are in
+/// `MPDDocument.newValues`).
 struct ElementEdits {
-    /// New raw (escaped) values of existing attributes, by index into `MPDDocument.attributes`.
-    var values: [(attribute: Int, value: [UInt8])] = []
     /// Attributes added at the end of the start tag (merged in from an outer level).
     var added: [AddedAttribute] = []
     /// New raw content (escaped character data, or a CDATA section).

@@ -12,7 +12,7 @@ struct MPDNode {
     var element: ScannedElement { doc.elements[Int(index)] }
 
     func hasLocalName(_ name: StaticString) -> Bool {
-        doc.bytes[element.localName].elementsEqual(UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+        doc.equal(element.localName, name)
     }
 
     /// Index into `MPDDocument.namespaces`; -1 for none.
@@ -48,11 +48,11 @@ struct MPDNode {
 
     /// The unprefixed attribute `name` (every DASH attribute is one): its index in
     /// `MPDDocument.attributes`, or its index among the added ones.
-    private func find(_ name: StaticString) -> (source: Int?, added: Int?) {
+    func lookup(_ name: StaticString) -> (source: Int?, added: Int?) {
         let wanted = UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
         for a in element.attributes {
             let attr = doc.attributes[a]
-            if attr.namespace < 0, attr.qname == attr.localName, doc.bytes[attr.qname].elementsEqual(wanted) { return (a, nil) }
+            if attr.namespace < 0, attr.qname == attr.localName, doc.equal(attr.qname, name) { return (a, nil) }
         }
         if element.edits >= 0 {
             for (k, added) in doc.edits[Int(element.edits)].added.enumerated() where added.namespace < 0 && added.qname.elementsEqual(wanted) {
@@ -63,13 +63,13 @@ struct MPDNode {
     }
 
     func hasAttribute(_ name: StaticString) -> Bool {
-        let found = find(name)
+        let found = lookup(name)
         return found.source != nil || found.added != nil
     }
 
     /// The current value of the attribute `name`, decoded, or nil when absent.
     func attribute(_ name: StaticString) -> [UInt8]? {
-        let found = find(name)
+        let found = lookup(name)
         if let a = found.source { return attributeValue(at: a) }
         if let k = found.added { return XMLText.attributeValue(doc.edits[Int(element.edits)].added[k].value[...]) }
         return nil
@@ -77,7 +77,7 @@ struct MPDNode {
 
     /// Sets the attribute `name` to `value` (decoded), in place when it exists.
     func setAttribute(_ name: StaticString, _ value: [UInt8]) {
-        let found = find(name)
+        let found = lookup(name)
         if let a = found.source { return setAttributeValue(at: a, value) }
         let e = doc.editsIndex(index)
         let escaped = XMLText.escapedAttribute(value, quote: ASCII.quote)
@@ -100,20 +100,15 @@ struct MPDNode {
 
     /// The current value of attribute `a` of this element, decoded.
     func attributeValue(at a: Int) -> [UInt8] {
-        if element.edits >= 0, let edited = doc.edits[Int(element.edits)].values.last(where: { $0.attribute == a }) {
-            return XMLText.attributeValue(edited.value[...])
-        }
+        if a < doc.newValues.count, let edited = doc.newValues[a] { return XMLText.attributeValue(edited[...]) }
         return XMLText.attributeValue(doc.bytes[doc.attributes[a].value])
     }
 
     func setAttributeValue(at a: Int, _ value: [UInt8]) {
-        let e = doc.editsIndex(index)
-        let escaped = XMLText.escapedAttribute(value, quote: doc.attributes[a].quote)
-        if let k = doc.edits[e].values.firstIndex(where: { $0.attribute == a }) {
-            doc.edits[e].values[k].value = escaped
-        } else {
-            doc.edits[e].values.append((a, escaped))
+        if doc.newValues.count < doc.attributes.count {
+            doc.newValues.append(contentsOf: repeatElement(nil, count: doc.attributes.count - doc.newValues.count))
         }
+        doc.newValues[a] = XMLText.escapedAttribute(value, quote: doc.attributes[a].quote)
     }
 
     // MARK: Text
@@ -171,6 +166,12 @@ struct MPDNode {
         var record = element
         record.firstChild = -1
         record.nextSibling = -1
+        let first = doc.attributes.count
+        doc.attributes.append(contentsOf: doc.attributes[element.attributes])
+        for (a, copy) in zip(element.attributes, first..<doc.attributes.count) where a < doc.newValues.count {
+            if let value = doc.newValues[a] { setRawValue(copy, value) }
+        }
+        record.attributes = first..<doc.attributes.count
         record.isShallow = !deep || record.isShallow
         if record.edits >= 0 {
             var edit = doc.edits[Int(record.edits)]
@@ -191,6 +192,13 @@ struct MPDNode {
             c = doc.elements[Int(c)].nextSibling
         }
         return copy
+    }
+
+    private func setRawValue(_ a: Int, _ raw: [UInt8]) {
+        if doc.newValues.count < doc.attributes.count {
+            doc.newValues.append(contentsOf: repeatElement(nil, count: doc.attributes.count - doc.newValues.count))
+        }
+        doc.newValues[a] = raw
     }
 
     /// Adds to this element each attribute of `other` that it lacks, except XLink ones (a

@@ -31,6 +31,8 @@ struct MPDScanner {
 
     private init(_ bytes: [UInt8]) {
         doc = MPDDocument(bytes: bytes)
+        doc.elements.reserveCapacity(bytes.count / 128)
+        doc.attributes.reserveCapacity(bytes.count / 64)
         xlink = doc.namespace(MPDDocument.xlinkNamespace)
         xmlNamespace = doc.namespace(Array("http://www.w3.org/XML/1998/namespace".utf8))
     }

@@ -3,7 +3,12 @@ extension MPDDocument {
     func serialized() -> [UInt8] {
         guard let root = elements.first else { return bytes }
         var out: [UInt8] = []
-        out.reserveCapacity(bytes.count + bytes.count / 2 + 256)
+        var growth = 0
+        for (a, value) in newValues.enumerated() {
+            if let value { growth += value.count - attributes[a].value.count }
+        }
+        // Copies made for Representations are not counted: they are rare and small.
+        out.reserveCapacity(bytes.count + max(0, growth) + 4096)
         out.append(contentsOf: bytes[0..<root.start])
         write(0, into: &out)
         out.append(contentsOf: bytes[root.end...])
@@ -17,9 +22,10 @@ extension MPDDocument {
         let el = elements[Int(e)]
         let edit = el.edits >= 0 ? edits[Int(el.edits)] : nil
         var pos = el.start
-        if let values = edit?.values, !values.isEmpty {
-            for (attribute, value) in values.sorted(by: { $0.attribute < $1.attribute }) {
-                let range = attributes[attribute].value
+        if !newValues.isEmpty {
+            for a in el.attributes {
+                guard let value = newValues[a] else { continue }
+                let range = attributes[a].value
                 out.append(contentsOf: bytes[pos..<range.lowerBound])
                 out.append(contentsOf: value)
                 pos = range.upperBound

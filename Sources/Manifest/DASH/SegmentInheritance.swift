@@ -12,8 +12,32 @@ struct SegmentItem {
 
     let owner: MPDNode
     let attribute: StaticString
+    /// The attribute's index in `MPDDocument.attributes`; nil for an attribute added by a merge.
+    let source: Int?
     let key: Key
     let role: DASHReference.Role
+
+    /// The item for attribute `name` of `owner`, if it has one.
+    init?(_ owner: MPDNode, _ name: StaticString, key: Key, role: DASHReference.Role) {
+        let found = owner.lookup(name)
+        guard found.source != nil || found.added != nil else { return nil }
+        self.owner = owner
+        attribute = name
+        source = found.source
+        self.key = key
+        self.role = role
+    }
+
+    /// The attribute's current value, decoded.
+    var value: [UInt8] {
+        if let source { return owner.attributeValue(at: source) }
+        return owner.attribute(attribute) ?? []
+    }
+
+    /// Sets the attribute (decoded value).
+    func set(_ value: [UInt8]) {
+        if let source { owner.setAttributeValue(at: source, value) } else { owner.setAttribute(attribute, value) }
+    }
 
     static let templateAttributes: [(StaticString, DASHReference.Role)] = [
         ("media", .media), ("initialization", .initialization), ("index", .index),
@@ -33,26 +57,20 @@ struct SegmentItem {
     static func items(of element: MPDNode, kind: SegmentKind) -> [SegmentItem] {
         var items: [SegmentItem] = []
         if kind == .template {
-            for (i, (name, role)) in templateAttributes.enumerated() where element.hasAttribute(name) {
-                items.append(SegmentItem(owner: element, attribute: name, key: .attribute(i), role: role))
+            for (i, (name, role)) in templateAttributes.enumerated() {
+                if let item = SegmentItem(element, name, key: .attribute(i), role: role) { items.append(item) }
             }
         }
         try? element.forEachElementChild { child in
             guard let k = childKind(child) else { return }
             switch k {
             case 0, 1, 2:
-                if child.hasAttribute("sourceURL") {
-                    let role: DASHReference.Role = k == 0 ? .initialization : k == 1 ? .index : .bitstreamSwitching
-                    items.append(SegmentItem(owner: child, attribute: "sourceURL", key: .child(k), role: role))
-                }
+                let role: DASHReference.Role = k == 0 ? .initialization : k == 1 ? .index : .bitstreamSwitching
+                if let item = SegmentItem(child, "sourceURL", key: .child(k), role: role) { items.append(item) }
             default:
                 guard kind == .list else { return }
-                if child.hasAttribute("media") {
-                    items.append(SegmentItem(owner: child, attribute: "media", key: .child(k), role: .media))
-                }
-                if child.hasAttribute("index") {
-                    items.append(SegmentItem(owner: child, attribute: "index", key: .child(k), role: .index))
-                }
+                if let item = SegmentItem(child, "media", key: .child(k), role: .media) { items.append(item) }
+                if let item = SegmentItem(child, "index", key: .child(k), role: .index) { items.append(item) }
             }
         }
         return items
@@ -84,7 +102,12 @@ extension DASHRewriteRun {
             for kind in SegmentKind.allCases {
                 guard let element = rep.own[kind.rawValue] else { continue }
                 for item in SegmentItem.items(of: element, kind: kind) {
-                    try write(try decide(item, in: rep.base, representation: rep.id))
+                    let value = item.value
+                    guard let form = try located(item.owner.line, { () throws(ManifestError) in
+                        try r.writer.form(value[...], in: rep.base, allowRelative: true)
+                    }) else { continue }
+                    try note(item.role, value, in: rep.base, line: item.owner.line, representation: rep.id)
+                    item.set(form.bytes)
                 }
             }
         }
@@ -192,7 +215,7 @@ extension DASHRewriteRun {
 
     /// The value `item` gets in `base`.
     func decide(_ item: SegmentItem, in base: DASHBase, representation: String?) throws(ManifestError) -> PendingWrite {
-        let value = item.owner.attribute(item.attribute) ?? []
+        let value = item.value
         let form = try located(item.owner.line) { () throws(ManifestError) in
             try r.writer.form(value[...], in: base, allowRelative: true)
         }
@@ -202,9 +225,8 @@ extension DASHRewriteRun {
     mutating func write(_ p: PendingWrite) throws(ManifestError) {
         guard let form = p.form else { return }
         if r.options.collectReferences {
-            let value = p.item.owner.attribute(p.item.attribute) ?? []
-            try note(p.item.role, value, in: p.base, line: p.item.owner.line, representation: p.representation)
+            try note(p.item.role, p.item.value, in: p.base, line: p.item.owner.line, representation: p.representation)
         }
-        p.item.owner.setAttribute(p.item.attribute, form.bytes)
+        p.item.set(form.bytes)
     }
 }

@@ -10,20 +10,24 @@ enum XMLText {
         var out: [UInt8] = []
         out.reserveCapacity(raw.count)
         var i = raw.startIndex
+        var run = i
         while i < raw.endIndex {
             let c = raw[i]
-            if c == UInt8(ascii: "&") {
-                i = reference(raw, at: i, into: &out)
+            guard c == UInt8(ascii: "&") || c < 0x20 else {
+                i += 1
                 continue
             }
-            if c == ASCII.cr || c == ASCII.lf || c == ASCII.tab {
-                out.append(ASCII.space)
-                if c == ASCII.cr, i + 1 < raw.endIndex, raw[i + 1] == ASCII.lf { i += 1 }
+            out.append(contentsOf: raw[run..<i])
+            if c == UInt8(ascii: "&") {
+                i = reference(raw, at: i, into: &out)
             } else {
-                out.append(c)
+                if c == ASCII.cr || c == ASCII.lf || c == ASCII.tab { out.append(ASCII.space) } else { out.append(c) }
+                if c == ASCII.cr, i + 1 < raw.endIndex, raw[i + 1] == ASCII.lf { i += 1 }
+                i += 1
             }
-            i += 1
+            run = i
         }
+        out.append(contentsOf: raw[run..<raw.endIndex])
         return out
     }
 
@@ -62,39 +66,65 @@ enum XMLText {
 
     /// `value` as an attribute value delimited by `quote`.
     static func escapedAttribute(_ value: [UInt8], quote: UInt8) -> [UInt8] {
-        guard value.contains(where: { $0 == UInt8(ascii: "&") || $0 == UInt8(ascii: "<") || $0 == quote || $0 < 0x20 }) else {
-            return value
-        }
-        var out: [UInt8] = []
-        out.reserveCapacity(value.count + 16)
-        for c in value {
+        escaped(value, special: quote == ASCII.quote ? doubleQuotedSpecial : singleQuotedSpecial) { c in
             switch c {
-            case UInt8(ascii: "&"): out.append(contentsOf: "&amp;".utf8)
-            case UInt8(ascii: "<"): out.append(contentsOf: "&lt;".utf8)
-            case quote: out.append(contentsOf: (quote == ASCII.quote ? "&quot;" : "&apos;").utf8)
-            case ASCII.tab: out.append(contentsOf: "&#9;".utf8)
-            case ASCII.lf: out.append(contentsOf: "&#10;".utf8)
-            case ASCII.cr: out.append(contentsOf: "&#13;".utf8)
-            default: out.append(c)
+            case UInt8(ascii: "&"): return "&amp;"
+            case UInt8(ascii: "<"): return "&lt;"
+            case ASCII.quote: return "&quot;"
+            case UInt8(ascii: "'"): return "&apos;"
+            case ASCII.tab: return "&#9;"
+            case ASCII.lf: return "&#10;"
+            default: return "&#13;"
             }
         }
-        return out
     }
 
     /// `value` as character data.
     static func escapedText(_ value: [UInt8]) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(value.count + 16)
-        for c in value {
+        escaped(value, special: textSpecial) { c in
             switch c {
-            case UInt8(ascii: "&"): out.append(contentsOf: "&amp;".utf8)
-            case UInt8(ascii: "<"): out.append(contentsOf: "&lt;".utf8)
-            case UInt8(ascii: ">"): out.append(contentsOf: "&gt;".utf8)
-            case ASCII.cr: out.append(contentsOf: "&#13;".utf8)
-            default: out.append(c)
+            case UInt8(ascii: "&"): return "&amp;"
+            case UInt8(ascii: "<"): return "&lt;"
+            case UInt8(ascii: ">"): return "&gt;"
+            default: return "&#13;"
             }
         }
-        return out
+    }
+
+    private static func table(_ bytes: String) -> [Bool] {
+        var t = [Bool](repeating: false, count: 256)
+        for c in bytes.utf8 { t[Int(c)] = true }
+        return t
+    }
+    private static let doubleQuotedSpecial = table("&<\"\t\n\r")
+    private static let singleQuotedSpecial = table("&<'\t\n\r")
+    private static let textSpecial = table("&<>\r")
+
+    /// `value` with each byte marked in `special` replaced, runs of other bytes copied whole.
+    @inline(__always)
+    private static func escaped(_ value: [UInt8], special: [Bool], _ replacement: (UInt8) -> StaticString) -> [UInt8] {
+        special.withUnsafeBufferPointer { isSpecial in
+            value.withUnsafeBufferPointer { v in
+                var i = 0
+                while i < v.count && !isSpecial[Int(v[i])] { i += 1 }
+                if i == v.count { return value }
+                var out: [UInt8] = []
+                out.reserveCapacity(v.count + 32)
+                var run = 0
+                while i < v.count {
+                    let c = v[i]
+                    if isSpecial[Int(c)] {
+                        out.append(contentsOf: UnsafeBufferPointer(rebasing: v[run..<i]))
+                        let r = replacement(c)
+                        out.append(contentsOf: UnsafeBufferPointer(start: r.utf8Start, count: r.utf8CodeUnitCount))
+                        run = i + 1
+                    }
+                    i += 1
+                }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: v[run..<v.count]))
+                return out
+            }
+        }
     }
 
     /// Appends what the reference at `i` (`&name;` or `&#...;`) stands for; returns the index
@@ -106,17 +136,23 @@ enum XMLText {
         }
         let name = raw[(i + 1)..<semicolon]
         var scalar: UInt32?
-        switch String(decoding: name, as: UTF8.self) {
-        case "lt": scalar = 0x3C
-        case "gt": scalar = 0x3E
-        case "amp": scalar = 0x26
-        case "apos": scalar = 0x27
-        case "quot": scalar = 0x22
-        default:
-            if name.first == UInt8(ascii: "#") {
-                let hex = name.dropFirst().first == UInt8(ascii: "x")
-                scalar = UInt32(String(decoding: name.dropFirst(hex ? 2 : 1), as: UTF8.self), radix: hex ? 16 : 10)
-            }
+        if name.elementsEqual("amp".utf8) {
+            scalar = 0x26
+        } else if name.elementsEqual("lt".utf8) {
+            scalar = 0x3C
+        } else if name.elementsEqual("gt".utf8) {
+            scalar = 0x3E
+        } else if name.elementsEqual("quot".utf8) {
+            scalar = 0x22
+        } else if name.elementsEqual("apos".utf8) {
+            scalar = 0x27
+        } else if name.first == UInt8(ascii: "#") {
+            let hex = name.dropFirst().first == UInt8(ascii: "x")
+            scalar = UInt32(String(decoding: name.dropFirst(hex ? 2 : 1), as: UTF8.self), radix: hex ? 16 : 10)
+        }
+        if let s = scalar, s < 0x80 {
+            out.append(UInt8(s))
+            return semicolon + 1
         }
         guard let scalar, let u = Unicode.Scalar(scalar) else {
             out.append(contentsOf: raw[i...semicolon])
