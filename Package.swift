@@ -78,6 +78,8 @@ let package = Package(
         .testTarget(name: "OriginTests", dependencies: ["Origin"], swiftSettings: strictSwift),
         .testTarget(name: "CLITests", dependencies: ["swarmgate"], swiftSettings: strictSwift),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "swarmgate"], swiftSettings: strictSwift),
+        // DASH rewriting; depends on the executable too so that `swarmgate rewrite` is built for its CLI test.
+        .testTarget(name: "DASHTests", dependencies: ["Manifest", "swarmgate"], swiftSettings: strictSwift),
     ]
 )
 
@@ -87,6 +89,7 @@ let package = Package(
 if Context.environment["SWARMGATE_FUZZ"] == "1" {
     package.targets += [
         .executableTarget(name: "HLSFuzz", dependencies: ["Manifest"], path: "Fuzz/Sources/HLSFuzz", swiftSettings: strictSwift),
+        .executableTarget(name: "MPDFuzz", dependencies: ["Manifest"], path: "Fuzz/Sources/MPDFuzz", swiftSettings: strictSwift),
     ]
 }
 

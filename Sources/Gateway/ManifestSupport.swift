@@ -1,8 +1,14 @@
 import Manifest
 
 extension GatewayResponder {
-    /// DASH rewriting arrives with the DASH issue's merge.
-    func rewriteDASH(_ body: [UInt8], url: OriginURL, xresid: XResID) throws -> [UInt8] {
-        throw ManifestError(.notAnMPD, "DASH support is not built yet")
+    /// Rewrites an MPD fetched from `url` so that every URL a player derives from it comes back
+    /// through this gateway with the stream's xresid.
+    func rewriteDASH(_ body: [UInt8], url: OriginURL, xresid: XResID) throws(ManifestError) -> [UInt8] {
+        var options = DASHRewriter.Options()
+        options.gateway = currentPublicURL
+        options.xresid = xresid
+        options.maxInputSize = configuration.maxManifestSize
+        options.inheritQuery = configuration.inheritQuery
+        return try DASHRewriter(mpdURL: url, options: options).rewrite(body).output
     }
 }

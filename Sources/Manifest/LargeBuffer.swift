@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-    import Glibc
+    internal import Glibc
 
     /// Large output buffers are written once, front to back: asking the kernel for huge pages
     /// (where it is set to `madvise`) turns thousands of page faults into a handful.

@@ -18,7 +18,7 @@ final class PlayerTests {
 
     @Test(arguments: [
         ("hls-ts/master.m3u8", "origin"), ("hls-fmp4/index.m3u8", "origin"), ("hls-byterange/index.m3u8", "origin"),
-        ("hls-aes/index.m3u8", "origin"), ("hls-aes/index.m3u8", "proxy"),
+        ("hls-aes/index.m3u8", "origin"), ("hls-aes/index.m3u8", "proxy"), ("dash/manifest.mpd", "origin"),
     ])
     func framesAreIdentical(sample: String, keyURIs: String) async throws {
         let (gateway, port) = try Live.gateway([

@@ -180,6 +180,9 @@ struct ProxyWriter: Sendable {
         self.suffixes = suffixes
     }
 
+    /// `xresid=ID` alone.
+    var xresidItem: [UInt8] { suffixes[0] }
+
     @inline(__always)
     static func suffixIndex(https: Bool, key: Bool, ampersand: Bool) -> Int {
         (https ? 4 : 0) + (key ? 2 : 0) + (ampersand ? 1 : 0)

@@ -7,11 +7,11 @@
 typealias ByteView = UnsafeBufferPointer<UInt8>
 
 #if canImport(Glibc)
-    import Glibc
+    internal import Glibc
 #elseif canImport(Musl)
-    import Musl
+    internal import Musl
 #elseif canImport(Darwin)
-    import Darwin
+    internal import Darwin
 #endif
 
 extension UnsafeBufferPointer where Element == UInt8 {
@@ -117,6 +117,19 @@ struct URIComponents {
         }
     }
 
+    /// The components of an array slice, as index ranges of the slice (not of a 0-based copy).
+    init(_ s: ArraySlice<UInt8>) {
+        var c = s.withUnsafeBufferPointer { URIComponents($0) }
+        let o = s.startIndex
+        func shift(_ r: Range<Int>?) -> Range<Int>? { r.map { ($0.lowerBound + o)..<($0.upperBound + o) } }
+        c.scheme = shift(c.scheme)
+        c.authority = shift(c.authority)
+        c.path = shift(c.path)!
+        c.query = shift(c.query)
+        c.fragment = shift(c.fragment)
+        self = c
+    }
+
     @inline(__always) static func isAlpha(_ c: UInt8) -> Bool {
         (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A)
     }
@@ -198,6 +211,13 @@ struct ResolutionBase: Sendable {
                     isHTTPS: isHTTPS, authority: b.view(authority), path: p,
                     directory: p.view(0..<directoryLength), query: query.map { b.view($0) }))
             }
+        }
+    }
+
+    /// Resolves `ref` and hands the result to `body` while its views are valid.
+    func withResolved<R>(_ ref: ArraySlice<UInt8>, _ body: (Resolution) throws(ManifestError) -> R) throws(ManifestError) -> R {
+        try withView { (base) throws(ManifestError) -> R in
+            try ref.withUnsafeBufferPointer { (r) throws(ManifestError) -> R in try body(try base.resolve(r)) }
         }
     }
 

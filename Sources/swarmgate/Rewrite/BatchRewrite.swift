@@ -130,7 +130,16 @@ struct BatchRewrite: Sendable {
                 return .failure("\(error)")
             }
         case .dash:
-            return .failure("DASH support is not built yet")
+            var options = DASHRewriter.Options()
+            options.gateway = plan.settings.gateway
+            options.xresid = xresid
+            options.inheritQuery = plan.settings.inheritQuery
+            do {
+                let result = try DASHRewriter(mpdURL: job.url, options: options).rewrite(Array(bytes))
+                return .success(Outcome(output: result.output, format: .dash, xresid: xresid, hls: nil))
+            } catch {
+                return .failure("\(error)")
+            }
         }
     }
 
