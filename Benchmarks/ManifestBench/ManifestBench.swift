@@ -43,7 +43,10 @@ struct ManifestBench {
             options.maxInputSize = Int.max
             return try HLSRewriter(playlistURL: base, options: options).rewrite(input).output.count
         case .dash:
-            throw ManifestError(.notAnMPD, "DASH is not benchmarked yet")
+            var options = DASHRewriter.Options()
+            options.xresid = try XResID("bench")
+            options.maxInputSize = Int.max
+            return try DASHRewriter(mpdURL: base, options: options).rewrite(input).output.count
         }
     }
 }
