@@ -33,6 +33,9 @@ struct MPDNode {
         }
     }
 
+    /// The element's local name.
+    var localName: ArraySlice<UInt8> { doc.bytes[element.localName] }
+
     /// Whether a child has the same local name as `other`.
     func hasChild(namedLike other: MPDNode) -> Bool {
         let name = doc.bytes[other.element.localName]
@@ -162,12 +165,23 @@ struct MPDNode {
         return MPDNode(doc, copy)
     }
 
+    /// A copy linked into `parent` right after `after` (first when nil), in constant time.
+    func copy(into parent: MPDNode, after: MPDNode?, deep: Bool) -> MPDNode {
+        let copy = duplicate(deep: deep)
+        doc.elements[Int(copy)].isInserted = true
+        doc.link(copy, into: parent.index, after: after?.index)
+        return MPDNode(doc, copy)
+    }
+
     private func duplicate(deep: Bool) -> Int32 {
         var record = element
+        doc.copiedBytes += deep ? record.end - record.start : record.tagClose - record.start
         record.firstChild = -1
         record.nextSibling = -1
         let first = doc.attributes.count
-        doc.attributes.append(contentsOf: doc.attributes[element.attributes])
+        // Through a copy: appending a slice of the array to itself would copy the whole array.
+        let attributes = Array(doc.attributes[element.attributes])
+        doc.attributes.append(contentsOf: attributes)
         for (a, copy) in zip(element.attributes, first..<doc.attributes.count) where a < doc.newValues.count {
             if let value = doc.newValues[a] { setRawValue(copy, value) }
         }
