@@ -12,8 +12,11 @@ final class MPDDocument {
     // holds an access across a call that could touch them again.
     @exclusivity(unchecked) var elements: [ScannedElement] = []
     @exclusivity(unchecked) var attributes: [ScannedAttribute] = []
-    /// Namespace URIs met in the document, decoded; elements and attributes refer to them by index.
-    var namespaces: [[UInt8]] = []
+    /// Namespace URIs met in the document, decoded; elements and attributes refer to them by
+    /// index. The first two are always XLink's and XML's.
+    var namespaces: [[UInt8]] = [
+        Array("http://www.w3.org/1999/xlink".utf8), Array("http://www.w3.org/XML/1998/namespace".utf8),
+    ]
     /// New raw (escaped) attribute values, by index into `attributes` (nil: unchanged).
     @exclusivity(unchecked) var newValues: [[UInt8]?] = []
     @exclusivity(unchecked) var edits: [ElementEdits] = []
@@ -25,7 +28,8 @@ final class MPDDocument {
     /// small hostile MPD cannot turn into gigabytes.
     static let maxCopiedBytes = 64 << 20
 
-    static let xlinkNamespace = Array("http://www.w3.org/1999/xlink".utf8)
+    static let xlink: Int32 = 0
+    static let xml: Int32 = 1
 
     init(bytes: [UInt8]) {
         self.bytes = bytes
