@@ -85,5 +85,4 @@ static inline int swarmgate_xml_check(const char *bytes, int size, swarmgate_xml
     return wellFormed ? 1 : 0;
 }
 
-
 #endif

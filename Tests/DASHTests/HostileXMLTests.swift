@@ -76,6 +76,38 @@ import Testing
         #expect(Self.refusal(input, maxInputSize: 32 << 20)?.code == .xmlLimit)
     }
 
+    /// Inputs that would make libxml2 2.9 itself quadratic are refused before it sees them.
+    @Test(arguments: [
+        "<MPD " + (0..<200_000).map { "a\($0)=\"\"" }.joined(separator: " ") + "/>",
+        String(repeating: "<x xmlns:a=\"u\" xmlns:b=\"v\">", count: 100) + "<MPD/>" + String(repeating: "</x>", count: 100),
+    ])
+    func quadraticShapesAreALimit(_ input: String) {
+        #expect(Self.refusal(Array(input.utf8))?.code == .xmlLimit)
+    }
+
+    // MARK: Amplification through inherited segment elements
+
+    /// An AdaptationSet's SegmentList under many Representations: one copy per Representation
+    /// would be huge. Same-scheme bases keep it shared, without comparing every pair.
+    @Test func manyRepresentationsShareOneLongList() throws {
+        let urls = String(repeating: #"<SegmentURL media="s.m4s"/>"#, count: 3_000)
+        var reps = ""
+        for i in 0..<3_000 { reps += #"<Representation id="r\#(i)" bandwidth="1"><BaseURL>http://h\#(i).example.com/</BaseURL></Representation>"# }
+        let input = Array(mpd("<Period><AdaptationSet><SegmentList>\(urls)</SegmentList>\(reps)</AdaptationSet></Period>").utf8)
+        #expect(Self.refusal(input) == nil)
+        let output = try Self.rewriter.rewrite(input).output
+        #expect(output.count < input.count * 2)
+    }
+
+    /// Mixed schemes force a copy per Representation; what copies may add is bounded.
+    @Test func copiesPerRepresentationAreBounded() {
+        let urls = String(repeating: #"<SegmentURL media="segment.m4s"/>"#, count: 12_000)
+        var reps = ""
+        for i in 0..<200 { reps += #"<Representation id="r\#(i)" bandwidth="1"><BaseURL>\#(i % 2 == 0 ? "http" : "https")://h.example.com/</BaseURL></Representation>"# }
+        let input = Array(mpd("<Period><AdaptationSet><SegmentList>\(urls)</SegmentList>\(reps)</AdaptationSet></Period>").utf8)
+        #expect(Self.refusal(input)?.code == .xmlLimit)
+    }
+
     // MARK: The second line of defence, with the byte scan turned off
 
     /// With the DOCTYPE scan skipped, libxml2's options alone must keep an external entity
@@ -97,7 +129,7 @@ import Testing
         ]
         for input in inputs {
             let start = ContinuousClock.now
-            #expect(throws: ManifestError.self) { try XMLGate.check(Array(input.utf8), scanDeclarations: false) }
+            #expect(throws: ManifestError.self) { try XMLGate.check(Array(input.utf8), preScan: false) }
             #expect(ContinuousClock.now - start < .seconds(1))
         }
         #expect(Self.codeWithoutScan("<!DOCTYPE MPD [<!ENTITY e \"x\">]><MPD/>") == .forbiddenDeclaration)
@@ -108,7 +140,7 @@ import Testing
 
     static func codeWithoutScan(_ input: String) -> ManifestError.Code? {
         do {
-            try XMLGate.check(Array(input.utf8), scanDeclarations: false)
+            try XMLGate.check(Array(input.utf8), preScan: false)
             return nil
         } catch {
             return error.code

@@ -1,12 +1,22 @@
 import Manifest
 
 /// libFuzzer entry for the DASH MPD rewriter: any input must either rewrite or be refused with
-/// a ManifestError, never crash, hang or leak. Built with `-parse-as-library` so that this
-/// file defines no `main` of its own (libFuzzer provides it).
+/// a ManifestError, never crash, hang or leak. And what it writes must be an MPD again: a
+/// second rewrite of the output may only object to the xresid the first one added (the
+/// output's queries now carry gateway parameters), never to its XML. Built with
+/// `-parse-as-library`, so this file defines no `main` of its own (libFuzzer provides it).
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let input = Array(UnsafeBufferPointer(start: data, count: size))
-    _ = try? MPDFuzzTarget.rewriter.rewrite(input)
+    guard let first = try? MPDFuzzTarget.rewriter.rewrite(input) else { return 0 }
+    do {
+        _ = try MPDFuzzTarget.rewriter.rewrite(first.output)
+    } catch {
+        let broken: Set<ManifestError.Code> = [.xmlSyntax, .notAnMPD, .forbiddenDeclaration]
+        if broken.contains(error.code) {
+            fatalError("the rewritten MPD does not parse: \(error)\n\(String(decoding: first.output, as: UTF8.self))")
+        }
+    }
     return 0
 }
 

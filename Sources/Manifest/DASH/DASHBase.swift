@@ -23,6 +23,16 @@ struct DASHBase {
 
     var key: Key { Key(first: first.bytes, isDocument: isDocument, schemes: schemes, minDepth: minDepth) }
 
+    /// What a reference kept relative depends on: bases with the same relative key give it
+    /// the same form.
+    struct RelativeKey: Hashable {
+        let isDocument: Bool
+        let schemes: UInt8
+        let minDepth: Int
+    }
+
+    var relativeKey: RelativeKey { RelativeKey(isDocument: isDocument, schemes: schemes, minDepth: minDepth) }
+
     /// The MPD's own URL, before any BaseURL.
     init(document url: OriginURL) {
         first = ResolutionBase(url)

@@ -19,6 +19,8 @@ struct DASHRewriteRun {
     /// needed copying has been copied (copies must see the original values).
     var pending: [PendingWrite] = []
     var references: [DASHReference] = []
+    /// How many more forms `settle` may compute to compare Representations' values.
+    var comparisonBudget = 250_000
 
     init(rewriter: DASHRewriter, root: MPDNode) {
         r = rewriter

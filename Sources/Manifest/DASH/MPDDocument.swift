@@ -12,14 +12,24 @@ final class MPDDocument {
     // holds an access across a call that could touch them again.
     @exclusivity(unchecked) var elements: [ScannedElement] = []
     @exclusivity(unchecked) var attributes: [ScannedAttribute] = []
-    /// Namespace URIs met in the document, decoded; elements and attributes refer to them by index.
-    var namespaces: [[UInt8]] = []
+    /// Namespace URIs met in the document, decoded; elements and attributes refer to them by
+    /// index. The first two are always XLink's and XML's.
+    var namespaces: [[UInt8]] = [
+        Array("http://www.w3.org/1999/xlink".utf8), Array("http://www.w3.org/XML/1998/namespace".utf8),
+    ]
     /// New raw (escaped) attribute values, by index into `attributes` (nil: unchanged).
     @exclusivity(unchecked) var newValues: [[UInt8]?] = []
     @exclusivity(unchecked) var edits: [ElementEdits] = []
     private var lineStarts: [Int]?
+    /// Bytes of the input that copies will write again (see `maxCopiedBytes`).
+    var copiedBytes = 0
 
-    static let xlinkNamespace = Array("http://www.w3.org/1999/xlink".utf8)
+    /// The most that making inherited elements explicit may add to the output, so that a
+    /// small hostile MPD cannot turn into gigabytes.
+    static let maxCopiedBytes = 64 << 20
+
+    static let xlink: Int32 = 0
+    static let xml: Int32 = 1
 
     init(bytes: [UInt8]) {
         self.bytes = bytes
@@ -69,6 +79,18 @@ final class MPDDocument {
             elements[Int(e)].edits = Int32(edits.count - 1)
         }
         return Int(elements[Int(e)].edits)
+    }
+
+    /// Links `child` into `parent` right after `after` (first when nil).
+    func link(_ child: Int32, into parent: Int32, after: Int32?) {
+        elements[Int(child)].parent = parent
+        if let after {
+            elements[Int(child)].nextSibling = elements[Int(after)].nextSibling
+            elements[Int(after)].nextSibling = child
+        } else {
+            elements[Int(child)].nextSibling = elements[Int(parent)].firstChild
+            elements[Int(parent)].firstChild = child
+        }
     }
 
     /// Appends `child` as the last child of `parent`, or before `before`.

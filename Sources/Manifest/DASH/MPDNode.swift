@@ -33,16 +33,8 @@ struct MPDNode {
         }
     }
 
-    /// Whether a child has the same local name as `other`.
-    func hasChild(namedLike other: MPDNode) -> Bool {
-        let name = doc.bytes[other.element.localName]
-        var c = element.firstChild
-        while c >= 0 {
-            if doc.bytes[doc.elements[Int(c)].localName].elementsEqual(name) { return true }
-            c = doc.elements[Int(c)].nextSibling
-        }
-        return false
-    }
+    /// The element's local name.
+    var localName: ArraySlice<UInt8> { doc.bytes[element.localName] }
 
     // MARK: Attributes
 
@@ -91,10 +83,9 @@ struct MPDNode {
 
     /// The index of `xlink:href`, if the element has one.
     var xlinkHref: Int? {
-        let xlink = doc.namespaces.firstIndex(of: MPDDocument.xlinkNamespace).map(Int32.init) ?? -2
-        return element.attributes.first { a in
+        element.attributes.first { a in
             let attr = doc.attributes[a]
-            return attr.namespace == xlink && doc.bytes[attr.localName].elementsEqual("href".utf8)
+            return attr.namespace == MPDDocument.xlink && doc.equal(attr.localName, "href")
         }
     }
 
@@ -162,12 +153,23 @@ struct MPDNode {
         return MPDNode(doc, copy)
     }
 
+    /// A copy linked into `parent` right after `after` (first when nil), in constant time.
+    func copy(into parent: MPDNode, after: MPDNode?, deep: Bool) -> MPDNode {
+        let copy = duplicate(deep: deep)
+        doc.elements[Int(copy)].isInserted = true
+        doc.link(copy, into: parent.index, after: after?.index)
+        return MPDNode(doc, copy)
+    }
+
     private func duplicate(deep: Bool) -> Int32 {
         var record = element
+        doc.copiedBytes += deep ? record.end - record.start : record.tagClose - record.start
         record.firstChild = -1
         record.nextSibling = -1
         let first = doc.attributes.count
-        doc.attributes.append(contentsOf: doc.attributes[element.attributes])
+        // Through a copy: appending a slice of the array to itself would copy the whole array.
+        let attributes = Array(doc.attributes[element.attributes])
+        doc.attributes.append(contentsOf: attributes)
         for (a, copy) in zip(element.attributes, first..<doc.attributes.count) where a < doc.newValues.count {
             if let value = doc.newValues[a] { setRawValue(copy, value) }
         }
@@ -205,13 +207,12 @@ struct MPDNode {
     /// remote element's link is not inherited). Used when an inherited segment element is
     /// made explicit on a Representation. Prefixes stay valid: `other` is an ancestor's child.
     func copyMissingAttributes(from other: MPDNode) {
-        let xlink = doc.namespaces.firstIndex(of: MPDDocument.xlinkNamespace).map(Int32.init) ?? -2
         for a in other.element.attributes {
             let attr = doc.attributes[a]
             let qname = doc.bytes[attr.qname]
             // A prefix the copied attributes use may be declared on `other` itself: its
             // declaration comes along. A default namespace declaration would only rename.
-            if attr.namespace == xlink || qname.elementsEqual("xmlns".utf8) { continue }
+            if attr.namespace == MPDDocument.xlink || qname.elementsEqual("xmlns".utf8) { continue }
             if has(attr) { continue }
             let value = XMLText.escapedAttribute(other.attributeValue(at: a), quote: ASCII.quote)
             let local = (attr.localName.lowerBound - attr.qname.lowerBound)..<(attr.localName.upperBound - attr.qname.lowerBound)

@@ -18,8 +18,6 @@ struct MPDScanner {
     private var bindings: [(prefix: Range<Int>, uri: Int32)] = []
     private var pending: [ScannedAttribute] = []
     private var dash: Int32 = -1
-    private let xlink: Int32
-    private let xmlNamespace: Int32
 
     private struct Open {
         var record: Int32
@@ -33,8 +31,6 @@ struct MPDScanner {
         doc = MPDDocument(bytes: bytes)
         doc.elements.reserveCapacity(bytes.count / 128)
         doc.attributes.reserveCapacity(bytes.count / 64)
-        xlink = doc.namespace(MPDDocument.xlinkNamespace)
-        xmlNamespace = doc.namespace(Array("http://www.w3.org/XML/1998/namespace".utf8))
     }
 
     static func scan(_ bytes: [UInt8]) throws(ManifestError) -> MPDDocument {
@@ -93,6 +89,7 @@ struct MPDScanner {
     private mutating func startTag(_ b: UnsafeBufferPointer<UInt8>, at start: Int) throws(ManifestError) -> Int {
         var i = start + 1
         let qname = Self.name(b, &i)
+        guard !qname.isEmpty else { throw Self.malformed }
         pending.removeAll(keepingCapacity: true)
         var tagClose = -1
         var isEmpty = false
@@ -135,7 +132,7 @@ struct MPDScanner {
         var hasXLink = false
         for k in pending.indices where pending[k].localName.lowerBound > pending[k].qname.lowerBound {
             pending[k].namespace = resolve(b, prefixOf: pending[k].qname, isAttribute: true)
-            if pending[k].namespace == xlink, Self.equal(b, pending[k].localName, "href") { hasXLink = true }
+            if pending[k].namespace == MPDDocument.xlink, Self.equal(b, pending[k].localName, "href") { hasXLink = true }
         }
         let isRecorded = isRoot || parent?.isStructural == true || hasXLink
         let localName = Self.localPart(b, qname)
@@ -179,7 +176,7 @@ struct MPDScanner {
             return bindings.last { $0.prefix.isEmpty }?.uri ?? -1
         }
         let prefix = qname.lowerBound..<colon
-        if Self.equal(b, prefix, "xml") { return xmlNamespace }
+        if Self.equal(b, prefix, "xml") { return MPDDocument.xml }
         return bindings.last { Self.equal(b, $0.prefix, prefix) }?.uri ?? -1
     }
 

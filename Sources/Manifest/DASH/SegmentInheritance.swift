@@ -129,20 +129,36 @@ extension DASHRewriteRun {
     /// the attributes and children merged from every level (as inheritance would have given
     /// them), rewritten against its own base. The shared element is then rewritten against its
     /// own level's base, for anything that still reads it.
+    ///
+    /// Comparing costs items x distinct bases; past `comparisonBudget` (a hostile MPD with
+    /// thousands of Representations under one long SegmentList) the element is made explicit
+    /// without comparing, which is always correct, and `MPDDocument.maxCopiedBytes` bounds
+    /// what the copies may add.
     mutating func settle(_ site: SegmentSite) throws(ManifestError) {
         let items = SegmentItem.items(of: site.node, kind: site.kind)
-        var basesByKey: [SegmentItem.Key: [DASHBase]] = [:]
+        var basesByKey: [SegmentItem.Key: (all: [DASHBase], relative: [DASHBase])] = [:]
         var decided: [PendingWrite] = []
         var split = false
         for item in items {
-            if basesByKey[item.key] == nil { basesByKey[item.key] = inheritingBases(site, item.key) }
-            let bases = basesByKey[item.key]!
-            guard let shared = bases.first else {
+            if basesByKey[item.key] == nil {
+                let all = inheritingBases(site, item.key)
+                var seen: Set<DASHBase.RelativeKey> = []
+                basesByKey[item.key] = (all, all.filter { seen.insert($0.relativeKey).inserted })
+            }
+            let (all, relative) = basesByKey[item.key]!
+            guard let shared = all.first else {
                 decided.append(try decide(item, in: site.base, representation: nil))
                 continue
             }
             let first = try decide(item, in: shared, representation: nil)
-            for other in bases.dropFirst() where try decide(item, in: other, representation: nil).form != first.form {
+            // A relative form depends on the base only through its relative key.
+            let others = first.form?.relativeDepthChange != nil ? relative.dropFirst() : all.dropFirst()
+            comparisonBudget -= others.count
+            if comparisonBudget < 0 {
+                split = true
+                break
+            }
+            for other in others where try decide(item, in: other, representation: nil).form != first.form {
                 split = true
                 break
             }
@@ -150,7 +166,12 @@ extension DASHRewriteRun {
             decided.append(first)
         }
         if split {
-            for i in site.scope { makeExplicit(site.kind, on: i) }
+            // Refuse before copying anything when the copies would be too large.
+            let elementSize = site.node.element.end - site.node.element.start
+            if site.node.doc.copiedBytes + elementSize * site.scope.count > MPDDocument.maxCopiedBytes {
+                throw Self.tooLargeToCopy
+            }
+            for i in site.scope { try makeExplicit(site.kind, on: i) }
             decided = []
             for item in items { decided.append(try decide(item, in: site.base, representation: nil)) }
         }
@@ -173,29 +194,35 @@ extension DASHRewriteRun {
 
     /// Gives Representation `i` its own complete segment element of `kind`: its existing one
     /// (or a copy of the innermost inherited one), plus every attribute and child kind it
-    /// would inherit, taken from the innermost level that declares it.
-    mutating func makeExplicit(_ kind: SegmentKind, on i: Int) {
+    /// would inherit, taken from the innermost level that declares it. Linear in the children.
+    mutating func makeExplicit(_ kind: SegmentKind, on i: Int) throws(ManifestError) {
         let rep = representations[i]
         let chain = rep.inherited[kind.rawValue].compactMap { $0 }
         guard let innermost = chain.last else { return }
+        let cost = chain.reduce(0) { $0 + $1.element.end - $1.element.start }
+        if innermost.doc.copiedBytes + cost > MPDDocument.maxCopiedBytes { throw Self.tooLargeToCopy }
         let target = rep.own[kind.rawValue] ?? innermost.copy(into: rep.node, before: nil, deep: false)
         for upper in chain.reversed() {
             target.copyMissingAttributes(from: upper)
+            var present: Set<ArraySlice<UInt8>> = []
+            try? target.forEachElementChild { present.insert($0.localName) }
             var missing: [MPDNode] = []
             try? upper.forEachElementChild { child in
-                if !target.hasChild(namedLike: child) { missing.append(child) }
+                if !present.contains(child.localName) { missing.append(child) }
             }
-            for child in missing {
-                child.copy(into: target, before: Self.insertionPoint(for: child, in: target), deep: true)
-            }
+            Self.insertInSchemaOrder(missing, into: target)
         }
         representations[i].own[kind.rawValue] = target
     }
 
-    /// The first child of `parent` that comes after `child` in the schema's order
-    /// (Initialization, RepresentationIndex, FailoverContent, SegmentTimeline,
-    /// BitstreamSwitching, SegmentURL), so copies land where a validator expects them.
-    static func insertionPoint(for child: MPDNode, in parent: MPDNode) -> MPDNode? {
+    static let tooLargeToCopy = ManifestError(
+        .xmlLimit,
+        "making inherited segment elements explicit per Representation would add more than \(MPDDocument.maxCopiedBytes) bytes")
+
+    /// Inserts copies of `children` into `parent` in the schema's order (Initialization,
+    /// RepresentationIndex, FailoverContent, SegmentTimeline, BitstreamSwitching, SegmentURL),
+    /// so copies land where a validator expects them: one merge of two ordered lists.
+    static func insertInSchemaOrder(_ children: [MPDNode], into parent: MPDNode) {
         func rank(_ n: MPDNode) -> Int {
             switch SegmentItem.childKind(n) {
             case 0: return 0
@@ -205,12 +232,19 @@ extension DASHRewriteRun {
             default: return n.hasLocalName("FailoverContent") ? 2 : n.hasLocalName("SegmentTimeline") ? 3 : 6
             }
         }
-        let mine = rank(child)
-        var found: MPDNode?
-        try? parent.forEachElementChild { c in
-            if found == nil, rank(c) > mine { found = c }
+        let incoming = children.enumerated().sorted { (rank($0.element), $0.offset) < (rank($1.element), $1.offset) }.map(\.element)
+        var existing: [MPDNode] = []
+        try? parent.forEachElementChild { existing.append($0) }
+        var cursor = 0
+        var previous: MPDNode?
+        for child in incoming {
+            let r = rank(child)
+            while cursor < existing.count, rank(existing[cursor]) <= r {
+                previous = existing[cursor]
+                cursor += 1
+            }
+            previous = child.copy(into: parent, after: previous, deep: true)
         }
-        return found
     }
 
     /// The value `item` gets in `base`.

@@ -7,18 +7,18 @@ internal import CLibXML2
 /// same bytes, which it can do simply because they are known to be well-formed.
 ///
 /// Two lines of defence keep entity expansion (billion laughs) and external entities (XXE,
-/// network DTDs) out: `XMLDeclarationScan` refuses DOCTYPE and ENTITY declarations before
+/// network DTDs) out: `XMLPreScan` refuses DOCTYPE and ENTITY declarations (and elements that would make libxml2 quadratic) before
 /// libxml2 sees the bytes, and libxml2 reports any DTD it meets, which is refused too.
 enum XMLGate {
     /// libxml2 does not limit a text node when no SAX handler receives it; this is its own
     /// limit without XML_PARSE_HUGE, applied by the scanner.
     static let maxTextLength = 10_000_000
 
-    /// Throws `forbiddenDeclaration`, `xmlSyntax` or `xmlLimit`. `scanDeclarations: false`
+    /// Throws `forbiddenDeclaration`, `xmlSyntax` or `xmlLimit`. `preScan: false`
     /// exists only so that tests can check the second line of defence on its own.
-    static func check(_ input: [UInt8], scanDeclarations: Bool = true) throws(ManifestError) {
+    static func check(_ input: [UInt8], preScan: Bool = true) throws(ManifestError) {
         LibXML.ensureInitialized()
-        if scanDeclarations { try XMLDeclarationScan.check(input) }
+        if preScan { try XMLPreScan.check(input) }
         guard input.count < Int(Int32.max) else {
             throw ManifestError(.inputTooLarge, "XML input is too large")
         }

@@ -6,29 +6,32 @@ enum XMLText {
     /// An attribute value between its quotes: references replaced, and each white space
     /// character (CR LF as one) read as a space, as attribute-value normalization says.
     static func attributeValue(_ raw: ArraySlice<UInt8>) -> [UInt8] {
-        guard raw.contains(where: { $0 == UInt8(ascii: "&") || $0 < 0x20 }) else { return Array(raw) }
-        var out: [UInt8] = []
-        out.reserveCapacity(raw.count)
-        var i = raw.startIndex
-        var run = i
-        while i < raw.endIndex {
-            let c = raw[i]
-            guard c == UInt8(ascii: "&") || c < 0x20 else {
-                i += 1
-                continue
+        raw.withUnsafeBufferPointer { r in
+            var i = 0
+            while i < r.count && r[i] != UInt8(ascii: "&") && r[i] >= 0x20 { i += 1 }
+            if i == r.count { return Array(r) }
+            var out: [UInt8] = []
+            out.reserveCapacity(r.count)
+            var run = 0
+            while i < r.count {
+                let c = r[i]
+                guard c == UInt8(ascii: "&") || c < 0x20 else {
+                    i += 1
+                    continue
+                }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: r[run..<i]))
+                if c == UInt8(ascii: "&") {
+                    i = reference(r, at: i, into: &out)
+                } else {
+                    out.append(c == ASCII.cr || c == ASCII.lf || c == ASCII.tab ? ASCII.space : c)
+                    if c == ASCII.cr, i + 1 < r.count, r[i + 1] == ASCII.lf { i += 1 }
+                    i += 1
+                }
+                run = i
             }
-            out.append(contentsOf: raw[run..<i])
-            if c == UInt8(ascii: "&") {
-                i = reference(raw, at: i, into: &out)
-            } else {
-                if c == ASCII.cr || c == ASCII.lf || c == ASCII.tab { out.append(ASCII.space) } else { out.append(c) }
-                if c == ASCII.cr, i + 1 < raw.endIndex, raw[i + 1] == ASCII.lf { i += 1 }
-                i += 1
-            }
-            run = i
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: r[run..<r.count]))
+            return out
         }
-        out.append(contentsOf: raw[run..<raw.endIndex])
-        return out
     }
 
     /// The text of an element's content: character data with references replaced and line
@@ -129,37 +132,44 @@ enum XMLText {
 
     /// Appends what the reference at `i` (`&name;` or `&#...;`) stands for; returns the index
     /// after it. Anything else (impossible after the gate) is kept as it is.
-    static func reference(_ raw: ArraySlice<UInt8>, at i: Int, into out: inout [UInt8]) -> Int {
-        guard let semicolon = raw[i...].prefix(12).firstIndex(of: UInt8(ascii: ";")) else {
-            out.append(raw[i])
+    static func reference(_ r: UnsafeBufferPointer<UInt8>, at i: Int, into out: inout [UInt8]) -> Int {
+        @inline(__always) func at(_ k: Int) -> UInt8 { i + k < r.count ? r[i + k] : 0 }
+        // The common ones first, without a search for the ";".
+        if at(1) == UInt8(ascii: "a"), at(2) == UInt8(ascii: "m"), at(3) == UInt8(ascii: "p"), at(4) == UInt8(ascii: ";") {
+            out.append(UInt8(ascii: "&"))
+            return i + 5
+        }
+        var semicolon = i + 1
+        while semicolon < r.count && semicolon - i < 12 && r[semicolon] != UInt8(ascii: ";") { semicolon += 1 }
+        guard semicolon < r.count, r[semicolon] == UInt8(ascii: ";") else {
+            out.append(r[i])
             return i + 1
         }
-        let name = raw[(i + 1)..<semicolon]
+        let name = Array(UnsafeBufferPointer(rebasing: r[(i + 1)..<semicolon]))
         var scalar: UInt32?
-        if name.elementsEqual("amp".utf8) {
-            scalar = 0x26
-        } else if name.elementsEqual("lt".utf8) {
-            scalar = 0x3C
-        } else if name.elementsEqual("gt".utf8) {
-            scalar = 0x3E
-        } else if name.elementsEqual("quot".utf8) {
-            scalar = 0x22
-        } else if name.elementsEqual("apos".utf8) {
-            scalar = 0x27
-        } else if name.first == UInt8(ascii: "#") {
-            let hex = name.dropFirst().first == UInt8(ascii: "x")
-            scalar = UInt32(String(decoding: name.dropFirst(hex ? 2 : 1), as: UTF8.self), radix: hex ? 16 : 10)
-        }
-        if let s = scalar, s < 0x80 {
-            out.append(UInt8(s))
-            return semicolon + 1
+        switch name {
+        case Array("lt".utf8): scalar = 0x3C
+        case Array("gt".utf8): scalar = 0x3E
+        case Array("quot".utf8): scalar = 0x22
+        case Array("apos".utf8): scalar = 0x27
+        default:
+            if name.first == UInt8(ascii: "#") {
+                let hex = name.dropFirst().first == UInt8(ascii: "x")
+                scalar = UInt32(String(decoding: name.dropFirst(hex ? 2 : 1), as: UTF8.self), radix: hex ? 16 : 10)
+            }
         }
         guard let scalar, let u = Unicode.Scalar(scalar) else {
-            out.append(contentsOf: raw[i...semicolon])
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: r[i...semicolon]))
             return semicolon + 1
         }
         out.append(contentsOf: String(Character(u)).utf8)
         return semicolon + 1
+    }
+
+    static func reference(_ raw: ArraySlice<UInt8>, at i: Int, into out: inout [UInt8]) -> Int {
+        raw.withUnsafeBufferPointer { r in
+            reference(r, at: i - raw.startIndex, into: &out) + raw.startIndex
+        }
     }
 
     /// The index of the first `terminator` at or after `from` in `raw`, or its end.
