@@ -270,8 +270,6 @@ struct HLSRewriteRun {
             break
         case .streamInf:
             nextURIIsVariant = true
-        case .extinf:
-            break  // handled above
         case .byteRange:
             pendingByteRange = try byteRange(value, allowImplicitOffset: true)
         case .define:

@@ -6,7 +6,6 @@ struct HLSTagRule: Sendable {
         /// Rewrite the quoted URI attributes listed.
         case uris([(name: StaticString, role: HLSReference.Role)])
         case streamInf
-        case extinf
         case byteRange
         case define
         case key(HLSReference.Role)
@@ -20,7 +19,7 @@ struct HLSTagRule: Sendable {
     /// than hashing each tag name of a large playlist.
     static let table: [(name: [UInt8], rule: HLSTagRule)] = {
         let rules: [(String, HLSTagRule)] = [
-            ("EXTINF", .init(action: .extinf, kind: .media)),
+            // EXTINF, by far the most common tag, is handled before this table is consulted.
             ("EXT-X-TARGETDURATION", .init(action: .none, kind: .media)),
             ("EXT-X-MEDIA-SEQUENCE", .init(action: .none, kind: .media)),
             ("EXT-X-DISCONTINUITY-SEQUENCE", .init(action: .none, kind: .media)),
