@@ -13,6 +13,8 @@ let package = Package(
         .executable(name: "swarmgate", targets: ["swarmgate"]),
         .library(name: "Manifest", targets: ["Manifest"]),
         .library(name: "Origin", targets: ["Origin"]),
+        .library(name: "PieceStore", targets: ["PieceStore"]),
+        .library(name: "Swarm", targets: ["Swarm"]),
         .library(name: "Gateway", targets: ["Gateway"]),
     ],
     dependencies: [
@@ -22,6 +24,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // C libraries, each behind one module map and a header of typed shims.
@@ -34,6 +37,12 @@ let package = Package(
             name: "CCurl",
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .systemLibrary(name: "CLinux"),
+        .systemLibrary(
+            name: "CCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
         ),
 
         // Manifest: HLS and DASH parse + rewrite and the proxy URL scheme. Pure values, no I/O.
@@ -48,12 +57,31 @@ let package = Package(
             dependencies: ["CCurl"],
             swiftSettings: strictSwift
         ),
+        // PieceStore: pieces on disk, their SQLite index, SHA-256 checksums, eviction.
+        .target(
+            name: "PieceStore",
+            dependencies: ["CCrypto", "CLinux", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSwift
+        ),
+        // Swarm: the checksum registry, prepare jobs and the scheduler that fills pieces.
+        .target(
+            name: "Swarm",
+            dependencies: [
+                "PieceStore", "Origin",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSwift
+        ),
         // Gateway: the HTTP server, its routes, status codes, stats and health.
         .target(
             name: "Gateway",
             dependencies: [
                 "Manifest",
                 "Origin",
+                "PieceStore",
+                "Swarm",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
@@ -76,6 +104,7 @@ let package = Package(
 
         .testTarget(name: "ManifestTests", dependencies: ["Manifest"], swiftSettings: strictSwift),
         .testTarget(name: "OriginTests", dependencies: ["Origin"], swiftSettings: strictSwift),
+        .testTarget(name: "PieceStoreTests", dependencies: ["PieceStore"], swiftSettings: strictSwift),
         .testTarget(name: "CLITests", dependencies: ["swarmgate"], swiftSettings: strictSwift),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "swarmgate"], swiftSettings: strictSwift),
         // DASH rewriting; depends on the executable too so that `swarmgate rewrite` is built for its CLI test.

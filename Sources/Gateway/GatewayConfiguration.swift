@@ -20,6 +20,14 @@ public struct GatewayConfiguration: Sendable {
     public var maxObjectSize: Int64 = 4 << 30
     /// How long an origin may send nothing before the request fails.
     public var originIdleTimeout: Duration = .seconds(10)
+    /// The piece cache's hard bound, in bytes.
+    public var cacheSize: Int64 = 10 << 30
+    /// Bytes per piece of new objects.
+    public var pieceSize = 256 << 10
+    /// Prepare jobs that run at once.
+    public var prepareJobs = 3
+    /// The embedded registry's SQLite file (default: in the cache folder).
+    public var registryPath: String { cacheDirectory + "/registry.sqlite" }
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, publicURL: String? = nil, inheritQuery: InheritQuery = .none,
@@ -63,6 +71,15 @@ public struct GatewayConfiguration: Sendable {
             keyURIs: keys, allowOrigins: s.list("allow-origin"), cacheDirectory: s["cache-dir"] ?? "swarmgate-cache",
             demo: try s.toggle("demo"))
         if let size = try s.size("max-object-size") { maxObjectSize = size }
+        if let size = try s.size("cache-size") { cacheSize = size }
+        if let size = try s.size("piece-size") {
+            guard (16 << 10)...(16 << 20) ~= size else { throw SettingsError("piece-size must be between 16KiB and 16MiB") }
+            pieceSize = Int(size)
+        }
+        if let n = s["prepare-jobs"] {
+            guard let jobs = Int(n), (1...64).contains(jobs) else { throw SettingsError("prepare-jobs must be 1 to 64, not '\(n)'") }
+            prepareJobs = jobs
+        }
         if let t = s["origin-idle-timeout"] {
             guard let seconds = Double(t), seconds > 0 else { throw SettingsError("origin-idle-timeout must be seconds, not '\(t)'") }
             originIdleTimeout = .milliseconds(Int64(seconds * 1000))

@@ -3,16 +3,20 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import Manifest
+import Swarm
 import Synchronization
 
 /// The gateway's HTTP answers (SPEC sections 1 and 2): the node endpoints, then every other
 /// request target decoded as a proxy URL. Manifests are fetched and rewritten on every request;
-/// media objects are streamed from the origin.
+/// media objects are served from the piece cache (or 302 while their checksums are not ready);
+/// keys stream from the origin and are never stored.
 public final class GatewayResponder: HTTPResponder {
     public typealias Context = BasicRequestContext
 
     public let configuration: GatewayConfiguration
     let origin: any OriginFetching
+    /// The piece store, the checksum registry and the prepare jobs.
+    public let node: SwarmNode
     public let stats: TrafficStats
     public let uploads: UploadSwitch
     let variables: StreamVariables
@@ -26,9 +30,10 @@ public final class GatewayResponder: HTTPResponder {
     /// SPEC section 1: a request line longer than this is answered 414.
     static let maxRequestTarget = 8 << 10
 
-    public init(configuration: GatewayConfiguration, origin: any OriginFetching, stats: TrafficStats = TrafficStats(), logger: Logger) {
+    public init(configuration: GatewayConfiguration, origin: any OriginFetching, node: SwarmNode, stats: TrafficStats = TrafficStats(), logger: Logger) {
         self.configuration = configuration
         self.origin = origin
+        self.node = node
         self.stats = stats
         self.uploads = UploadSwitch()
         self.variables = StreamVariables()
@@ -54,10 +59,15 @@ public final class GatewayResponder: HTTPResponder {
             guard target.utf8.count <= Self.maxRequestTarget else {
                 throw GatewayFailure(.uriTooLong, "request line longer than 8 KiB")
             }
+            let path = target.prefix { $0 != "?" }
+            if path == "/prepare" || path == "/jobs" || path.hasPrefix("/jobs/") {
+                route = path.hasPrefix("/jobs/") ? "/jobs/*" : String(path)
+                response = try await jobsAPI(path: path, request: request)
+                return finish(response, request: request, route: route, xresid: nil, start: start)
+            }
             guard request.method == .get || request.method == .head else {
                 throw GatewayFailure(.methodNotAllowed, "only GET and HEAD")
             }
-            let path = target.prefix { $0 != "?" }
             switch path {
             case "/health": route = "/health"; response = health()
             case "/ready": route = "/ready"; response = ready()
@@ -73,15 +83,23 @@ public final class GatewayResponder: HTTPResponder {
         } catch let failure as GatewayFailure {
             response = failure.response
         }
+        return finish(response, request: request, route: route, xresid: xresid, start: start)
+    }
+
+    /// Counts and logs an answer: one structured line per request.
+    func finish(_ response: Response, request: Request, route: String, xresid: String?, start: ContinuousClock.Instant) -> Response {
         stats.countRequest(route: route, status: Int(response.status.code))
         var meta: Logger.Metadata = [
             "request.method": "\(request.method)", "request.route": "\(route)",
-            "response.status": "\(response.status.code)",
-            "duration_ms": "\(Double((ContinuousClock.now - start).components.attoseconds) / 1e15 + Double((ContinuousClock.now - start).components.seconds) * 1000)",
+            "response.status": "\(response.status.code)", "duration_ms": "\(Self.milliseconds(ContinuousClock.now - start))",
         ]
         if let xresid { meta["xresid"] = "\(xresid)" }
         logger.info("request", metadata: meta)
         return response
+    }
+
+    static func milliseconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
     }
 
     func decode(_ target: String) throws(GatewayFailure) -> ProxyURL {
@@ -104,6 +122,7 @@ public final class GatewayResponder: HTTPResponder {
     func ready() -> Response {
         var failing: [String] = []
         if !Self.isWritableDirectory(configuration.cacheDirectory) { failing.append("cache directory not writable") }
+        do { try node.registry.ping() } catch { failing.append("registry not reachable: \(error)") }
         if failing.isEmpty {
             return JSONBody.response([("status", .string("ready"))])
         }
@@ -166,6 +185,11 @@ public final class GatewayResponder: HTTPResponder {
         let path = proxy.origin.path.lowercased()
         let manifestHint = proxy.virtualHost == .hls && !proxy.isKey
             && (path.hasSuffix(".m3u8") || path.hasSuffix(".m3u") || path.hasSuffix(".mpd"))
+        if !proxy.isKey && !manifestHint
+            && (proxy.virtualHost == .file || Self.hasMediaExtension(path) || node.registry.entry(Self.objectKey(proxy)) != nil)
+        {
+            return try await serveObject(proxy, clientRange: clientRange, method: request.method)
+        }
         let answer: OriginAnswer
         do {
             answer = try await origin.fetch(OriginFetch(url: proxy.origin.string, range: manifestHint ? nil : clientRange))
@@ -190,6 +214,10 @@ public final class GatewayResponder: HTTPResponder {
         remaining.body = AsyncThrowingStream<[UInt8], any Error> { try await iterator.next() }
         if mayBeManifest && ManifestFormat.detect(body: first, contentType: contentType, path: nil) != nil {
             return try await rewriteManifest(remaining, proxy: proxy, head: first)
+        }
+        if !proxy.isKey && answer.status == 200 {
+            // A media object at a path that did not say so: it goes through the cache too.
+            return try await serveObject(proxy, clientRange: clientRange, method: request.method)
         }
         return try streamMedia(remaining, proxy: proxy, clientRange: clientRange, head: first, method: request.method)
     }
@@ -226,6 +254,9 @@ public final class GatewayResponder: HTTPResponder {
                 options.collectReferences = true
                 let result = try HLSRewriter(playlistURL: effective, options: options).rewrite(body)
                 if result.kind == .master, !result.variables.isEmpty { variables.set(proxy.xresid.value, result.variables) }
+                if result.kind == .media && Self.isVOD(body) {
+                    prepareAhead(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query)
+                }
                 output = result.output
                 contentType = "application/vnd.apple.mpegurl"
             case .dash:
@@ -240,6 +271,41 @@ public final class GatewayResponder: HTTPResponder {
             if let v = answer.header(name), let field = HTTPField.Name(name) { headers[field] = v }
         }
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: output)))
+    }
+
+    /// Whether a media playlist is VOD (its segment list is final).
+    static func isVOD(_ body: [UInt8]) -> Bool {
+        func contains(_ needle: String) -> Bool {
+            let n = Array(needle.utf8)
+            guard body.count >= n.count else { return false }
+            return body.withUnsafeBufferPointer { b in
+                var i = 0
+                while i <= b.count - n.count {
+                    if b[i] == n[0] && b[i..<(i + n.count)].elementsEqual(n) { return true }
+                    i += 1
+                }
+                return false
+            }
+        }
+        return contains("#EXT-X-ENDLIST") || contains("#EXT-X-PLAYLIST-TYPE:VOD")
+    }
+
+    /// Queues a VOD playlist's segments, init sections and parts for preparation in playback
+    /// order, in the background, so that they are usually ready when the player asks.
+    func prepareAhead(_ references: [HLSReference], xresid: XResID, playlistQuery: String?) {
+        let inherit = configuration.inheritQuery
+        let objects = references.filter { [.segment, .map, .part].contains($0.role) }.map { ref in
+            let url = inherit.applied(to: ref.origin, parentQuery: playlistQuery)
+            return (Self.objectKey(ProxyURL(virtualHost: .hls, origin: url, xresid: xresid)), url.string)
+        }
+        guard !objects.isEmpty else { return }
+        let queue = node.prepareQueue
+        Task.detached(priority: .utility) {
+            var seen = Set<String>()
+            for (key, url) in objects where seen.insert(key.id).inserted {
+                queue.enqueue(key, url: url, urgent: false)
+            }
+        }
     }
 
     /// Streams a media object from the origin. When the client asked for a range and the origin

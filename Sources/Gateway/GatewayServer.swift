@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import ServiceLifecycle
+import Swarm
 
 /// A gateway node's HTTP server: the responder behind Hummingbird, and with `--demo` a local
 /// origin serving the samples, all in one ServiceGroup that SIGTERM or SIGINT stops gracefully
@@ -20,7 +21,7 @@ public struct GatewayServer: Sendable {
     /// origin's `host:port`.
     public func run(
         demoRoot: URL? = nil,
-        makeOrigin: @Sendable (GatewayConfiguration) throws -> any OriginFetching,
+        makeOrigin: @Sendable (GatewayConfiguration) throws -> OriginClientAdapter,
         onListening: @escaping @Sendable (_ port: Int, _ demoOrigin: String?) async -> Void = { _, _ in }
     ) async throws {
         var services: [any Service] = []
@@ -35,7 +36,12 @@ public struct GatewayServer: Sendable {
         }
         var c = configuration
         if let demoAuthority { c.allowOrigins.append(demoAuthority) }
-        let responder = GatewayResponder(configuration: c, origin: try makeOrigin(c), logger: logger)
+        let origin = try makeOrigin(c)
+        let node = try SwarmNode(
+            cacheDirectory: c.cacheDirectory, cacheSize: c.cacheSize, registryPath: c.registryPath, pieceSize: c.pieceSize,
+            maxPrepareJobs: c.prepareJobs, origin: origin.client, logger: logger)
+        services.append(node.prepareQueue)
+        let responder = GatewayResponder(configuration: c, origin: origin, node: node, logger: logger)
         let port = c.port
         let demo = demoAuthority
         services.append(Application(

@@ -26,6 +26,8 @@ public enum JSONBody {
         case string(String)
         case bool(Bool)
         case object([(String, Value)])
+        case array([Value])
+        case null
     }
 
     public static func encode(_ fields: [(String, Value)]) -> String {
@@ -39,6 +41,8 @@ public enum JSONBody {
         case .string(let s): return quote(s)
         case .bool(let b): return b ? "true" : "false"
         case .object(let o): return encode(o)
+        case .array(let a): return "[" + a.map(encode).joined(separator: ",") + "]"
+        case .null: return "null"
         }
     }
 

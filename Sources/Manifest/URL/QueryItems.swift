@@ -104,6 +104,22 @@ public enum InheritQuery: Hashable, Sendable {
     }
 }
 
+extension InheritQuery {
+    /// `url` with the items of `parentQuery` that children inherit appended where its query
+    /// lacks them: the origin URL a player fetches for a rewritten child URI.
+    public func applied(to url: OriginURL, parentQuery: String?) -> OriginURL {
+        let items = items(of: parentQuery)
+        guard !items.isEmpty else { return url }
+        var query = url.query ?? ""
+        let own = Array(query.utf8)
+        for (item, name) in items where !QueryItems.contains(name: name, in: own[...]) {
+            if !query.isEmpty { query += "&" }
+            query += String(decoding: item, as: UTF8.self)
+        }
+        return OriginURL(isHTTPS: url.isHTTPS, authority: url.authority, path: url.path, query: query)
+    }
+}
+
 extension String {
     var trimmingSpaces: String {
         var s = Substring(self)

@@ -14,6 +14,8 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("public-url"), help: "Base URL that rewritten manifests point at.") var publicURL: String?
     @Option(name: .customLong("cache-dir"), help: "Folder of the piece cache.") var cacheDir: String?
     @Option(name: .customLong("cache-size"), help: "Hard bound of the piece cache, e.g. 10GiB.") var cacheSize: String?
+    @Option(name: .customLong("piece-size"), help: "Bytes per piece of newly prepared objects (default 256KiB).") var pieceSize: String?
+    @Option(name: .customLong("prepare-jobs"), help: "Prepare jobs that run at once (default 3).") var prepareJobs: String?
     @Option(help: "ws://HOST:PORT/swarm/v1/ws of the tracker (default: embedded).") var tracker: String?
     @Option(name: .customLong("allow-origin"), help: "Origin hosts that may be fetched: host, host:port or *.suffix, comma-separated.") var allowOrigin: String?
     @Option(name: .customLong("inherit-query"), help: "Playlist query parameters copied onto its URIs: names or *.") var inheritQuery: String?
@@ -32,6 +34,8 @@ struct ServeCommand: AsyncParsableCommand {
         f["public-url"] = publicURL
         f["cache-dir"] = cacheDir
         f["cache-size"] = cacheSize
+        f["piece-size"] = pieceSize
+        f["prepare-jobs"] = prepareJobs
         f["tracker"] = tracker
         f["allow-origin"] = allowOrigin
         f["inherit-query"] = inheritQuery
@@ -57,10 +61,10 @@ struct ServeCommand: AsyncParsableCommand {
         logger.logLevel = .info
         // Settings of parts that are not built yet: accepted (so configs and scripts can be
         // written now) but said to do nothing, never silently ignored.
-        let pending = ["tracker", "cache-size", "app-id", "app-secret-file"].filter { givenFlags[$0] != nil
+        let pending = ["tracker", "app-id", "app-secret-file"].filter { givenFlags[$0] != nil
             || ProcessInfo.processInfo.environment["SWARMGATE_" + $0.uppercased().replacingOccurrences(of: "-", with: "_")] != nil }
         for name in pending {
-            logger.warning("setting has no effect yet: the piece cache and the swarm are not built", metadata: ["setting": "\(name)"])
+            logger.warning("setting has no effect yet: the peer swarm is not built", metadata: ["setting": "\(name)"])
         }
         var demoRoot: URL?
         if configuration.demo {

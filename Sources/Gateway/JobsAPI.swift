@@ -1,0 +1,140 @@
+import Foundation
+import Hummingbird
+import Manifest
+import PieceStore
+import Swarm
+
+/// The prepare-job API (seed 001): `POST /prepare` queues an object — or, for a playlist, every
+/// object it lists (a master's variants included) — and `GET /jobs`, `POST /jobs/ID/pause`,
+/// `/resume` and `/cancel` show and steer the jobs.
+extension GatewayResponder {
+    func jobsAPI(path: Substring, request: Request) async throws(GatewayFailure) -> Response {
+        if path == "/prepare" {
+            guard request.method == .post else { throw GatewayFailure(.methodNotAllowed, "POST /prepare") }
+            return try await prepare(request)
+        }
+        if path == "/jobs" {
+            guard request.method == .get || request.method == .head else { throw GatewayFailure(.methodNotAllowed, "GET /jobs") }
+            return JSONBody.response([("jobs", .array(node.prepareQueue.jobs().map { .object(Self.fields($0)) }))])
+        }
+        // /jobs/ID[/pause|/resume|/cancel]
+        let parts = path.dropFirst("/jobs/".count).split(separator: "/", omittingEmptySubsequences: false)
+        let id = String(parts[0])
+        let queue = node.prepareQueue
+        let job: PrepareJob?
+        switch (request.method, parts.count > 1 ? String(parts[1]) : nil) {
+        case (.get, nil), (.head, nil): job = queue.job(id)
+        case (.post, "pause"?): job = queue.pause(id)
+        case (.post, "resume"?): job = queue.resume(id)
+        case (.post, "cancel"?): job = queue.cancel(id)
+        default: throw GatewayFailure(.notFound, "no such job action")
+        }
+        guard let job else { throw GatewayFailure(.notFound, "no job \(id)") }
+        return JSONBody.response(Self.fields(job))
+    }
+
+    static func fields(_ job: PrepareJob) -> [(String, JSONBody.Value)] {
+        var f: [(String, JSONBody.Value)] = [
+            ("id", .string(job.id)), ("state", .string(job.state.rawValue)), ("url", .string(job.url)),
+            ("xresid", .string(job.key.xresid)), ("bytesDone", .int(Int(job.bytesDone))),
+            ("length", job.length.map { .int(Int($0)) } ?? .null),
+            ("progress", .double(job.length.map { $0 == 0 ? 1 : Double(job.bytesDone) / Double($0) } ?? 0)),
+            ("urgent", .bool(job.urgent)),
+        ]
+        if let e = job.error { f.append(("error", .string(e))) }
+        return f
+    }
+
+    /// `POST /prepare` with `{"url": "...", "xresid": "..."}` (or the same as query
+    /// parameters). The URL is an origin URL or a proxy URL of this gateway.
+    func prepare(_ request: Request) async throws(GatewayFailure) -> Response {
+        var url = request.uri.queryParameters.get("url")
+        var xresid = request.uri.queryParameters.get("xresid")
+        var body = request.body
+        let data: ByteBuffer
+        do { data = try await body.collect(upTo: 64 << 10) } catch { throw GatewayFailure(.badRequest, "body over 64 KiB") }
+        if data.readableBytes > 0 {
+            guard let json = try? JSONSerialization.jsonObject(with: Data(data.readableBytesView)) as? [String: Any] else {
+                throw GatewayFailure(.badRequest, "body must be a JSON object")
+            }
+            url = json["url"] as? String ?? url
+            xresid = json["xresid"] as? String ?? xresid
+        }
+        guard let url else { throw GatewayFailure(.badRequest, "url is missing") }
+        let proxy = try Self.proxyForPrepare(url, xresid: xresid)
+        let lower = proxy.origin.path.lowercased()
+        if proxy.virtualHost == .hls && (lower.hasSuffix(".m3u8") || lower.hasSuffix(".m3u")) {
+            let queued = try await preparePlaylist(proxy, depth: 0)
+            return JSONBody.response(status: .accepted, [("xresid", .string(proxy.xresid.value)), ("queued", .int(queued))])
+        }
+        let job = node.prepareQueue.enqueue(Self.objectKey(proxy), url: proxy.origin.string, urgent: true)
+        return JSONBody.response(status: .accepted, [("xresid", .string(proxy.xresid.value)), ("queued", .int(1)), ("job", .object(Self.fields(job)))])
+    }
+
+    /// Fetches and rewrites an HLS playlist so that its objects are queued; a master's variant
+    /// and rendition playlists are fetched in turn. Returns how many objects it listed.
+    func preparePlaylist(_ proxy: ProxyURL, depth: Int) async throws(GatewayFailure) -> Int {
+        let answer: OriginAnswer
+        do { answer = try await origin.fetch(OriginFetch(url: proxy.origin.string)) } catch { throw error.failure }
+        guard answer.status == 200 else { throw GatewayFailure(.badGateway, "origin answered \(answer.status) for the playlist") }
+        var body: [UInt8] = []
+        do {
+            for try await chunk in answer.body {
+                body += chunk
+                if body.count > configuration.maxManifestSize { throw GatewayFailure(.badGateway, "playlist too large") }
+            }
+        } catch let f as GatewayFailure { throw f } catch { throw GatewayFailure(.badGateway, "origin failed mid-body: \(error)") }
+        let effective = (try? OriginURL(answer.effectiveURL)) ?? proxy.origin
+        var options = HLSRewriter.Options()
+        options.gateway = currentPublicURL
+        options.xresid = proxy.xresid
+        options.inheritQuery = configuration.inheritQuery
+        options.importedVariables = variables.get(proxy.xresid.value)
+        options.collectReferences = true
+        let result: HLSRewrite
+        do { result = try HLSRewriter(playlistURL: effective, options: options).rewrite(body) } catch {
+            throw GatewayFailure(.badGateway, "the playlist cannot be read: \(error)")
+        }
+        if result.kind == .master {
+            if !result.variables.isEmpty { variables.set(proxy.xresid.value, result.variables) }
+            guard depth == 0 else { return 0 }
+            var total = 0
+            var seen = Set<String>()
+            for ref in result.references where [.variant, .rendition, .iFrameVariant].contains(ref.role) {
+                let url = configuration.inheritQuery.applied(to: ref.origin, parentQuery: proxy.origin.query)
+                guard seen.insert(url.string).inserted else { continue }
+                total += try await preparePlaylist(ProxyURL(virtualHost: .hls, origin: url, xresid: proxy.xresid), depth: 1)
+            }
+            return total
+        }
+        var count = 0
+        var seen = Set<String>()
+        for ref in result.references where [.segment, .map, .part].contains(ref.role) {
+            let url = configuration.inheritQuery.applied(to: ref.origin, parentQuery: proxy.origin.query)
+            let key = Self.objectKey(ProxyURL(virtualHost: .hls, origin: url, xresid: proxy.xresid))
+            guard seen.insert(key.id).inserted else { continue }
+            node.prepareQueue.enqueue(key, url: url.string, urgent: false)
+            count += 1
+        }
+        return count
+    }
+
+    /// A proxy URL for `url`: this gateway's proxy URL as it stands, or an origin URL under
+    /// `xresid` (default: derived from its host and path).
+    static func proxyForPrepare(_ url: String, xresid: String?) throws(GatewayFailure) -> ProxyURL {
+        for vhost in ["/hls.vod.p2p.com/", "/xdfs.p2p.com/"] {
+            if let r = url.range(of: vhost) {
+                do { return try ProxyURL(requestTarget: String(url[r.lowerBound...])) } catch {
+                    throw GatewayFailure(.badRequest, "url: \(error.message)")
+                }
+            }
+        }
+        do {
+            let origin = try OriginURL(url)
+            let id = try xresid.map { s throws(ManifestError) in try XResID(s) } ?? XResID(derivedFrom: origin)
+            return ProxyURL(virtualHost: .hls, origin: origin, xresid: id)
+        } catch {
+            throw GatewayFailure(.badRequest, "url: \(error.message)")
+        }
+    }
+}

@@ -1,0 +1,126 @@
+import Hummingbird
+import Manifest
+import PieceStore
+import Swarm
+
+/// Media objects through the piece cache (SPEC sections 1 and 3): a ready object is served
+/// from verified pieces (missing ones filled from the origin by range and verified); an object
+/// whose checksums are not ready is answered 302 to the origin while it is prepared.
+extension GatewayResponder {
+    /// The cache and swarm key of a proxied object: never the query.
+    static func objectKey(_ proxy: ProxyURL) -> ObjectKey {
+        ObjectKey(xresid: proxy.xresid.value, host: proxy.origin.authority.lowercased(), path: proxy.origin.path)
+    }
+
+    /// Path extensions that name media objects (segments, init sections, subtitles, whole
+    /// files): these go to the cache without asking the origin what they are first.
+    static let mediaExtensions: Set<String> = [
+        "ts", "m4s", "mp4", "m4v", "m4a", "m4f", "cmfv", "cmfa", "cmft", "fmp4", "aac", "ac3", "ec3", "mp3",
+        "vtt", "webvtt", "ttml", "dfxp", "flv", "mkv", "webm", "mov", "jpg", "jpeg", "png", "webp", "bin", "mpg", "mpeg",
+    ]
+
+    static func hasMediaExtension(_ path: String) -> Bool {
+        guard let dot = path.lastIndex(of: "."), !path[dot...].contains("/") else { return false }
+        return mediaExtensions.contains(path[path.index(after: dot)...].lowercased())
+    }
+
+    /// SPEC's 302: the origin URL with its own query and without the gateway's parameters.
+    func checksumNotReady(_ proxy: ProxyURL) -> Response {
+        JSONBody.response(
+            status: .found,
+            [("code", .int(404)), ("msg", .string("checksum not ready")), ("xresid", .string(proxy.xresid.value))],
+            headers: [.location: proxy.origin.string])
+    }
+
+    /// Serves `proxy` from the piece cache, or 302 while its checksums are not ready.
+    func serveObject(_ proxy: ProxyURL, clientRange: String?, method: HTTPRequest.Method) async throws(GatewayFailure) -> Response {
+        let key = Self.objectKey(proxy)
+        guard let entry = node.registry.entry(key), entry.state == .ready, let checksums = entry.checksums else {
+            node.prepareQueue.enqueue(key, url: proxy.origin.string, urgent: true)
+            return checksumNotReady(proxy)
+        }
+        let layout = checksums.layout
+        var status = HTTPResponse.Status.ok
+        var first: Int64 = 0
+        var count = layout.length
+        var headers: HTTPFields = [.acceptRanges: "bytes", .contentType: entry.contentType ?? "application/octet-stream"]
+        if let etag = entry.etag { headers[.eTag] = etag }
+        if let lastModified = entry.lastModified { headers[.lastModified] = lastModified }
+        if let clientRange {
+            let resolved: RangeRequest
+            do { resolved = try RangeRequest.resolve(clientRange, length: layout.length) } catch {
+                throw GatewayFailure(.badRequest, "bad Range header")
+            }
+            switch resolved {
+            case .full: break
+            case .unsatisfiable:
+                throw GatewayFailure(.rangeNotSatisfiable, "range not satisfiable", headers: [.contentRange: "bytes */\(layout.length)"])
+            case .partial(let r):
+                status = .partialContent
+                first = r.lowerBound
+                count = r.upperBound - r.lowerBound + 1
+                headers[.contentRange] = "bytes \(r.lowerBound)-\(r.upperBound)/\(layout.length)"
+            }
+        }
+        headers[.contentLength] = String(count)
+        if method == .head || count == 0 {
+            return Response(status: status, headers: headers, body: .init())
+        }
+        let url = proxy.origin.string
+        let xresid = proxy.xresid.value
+        // The first piece before the head goes out: an origin that cannot fill it still gets
+        // an error status rather than an aborted 200.
+        let firstPiece: (ByteBuffer, TrafficStats.Source)
+        do {
+            firstPiece = try await piece(key, layout.index(at: first), checksums: checksums, url: url, xresid: xresid)
+        } catch {
+            throw GatewayFailure(.badGateway, "cannot fill piece \(layout.index(at: first)) of the object: \(error)")
+        }
+        let (start, end) = (first, first + count)
+        return Response(
+            status: status, headers: headers,
+            body: ResponseBody(contentLength: Int(count)) { writer in
+                var offset = start
+                var next: (ByteBuffer, TrafficStats.Source)? = firstPiece
+                while offset < end {
+                    let index = layout.index(at: offset)
+                    var (buffer, source) = try await {
+                        if let n = next {
+                            next = nil
+                            return n
+                        }
+                        return try await self.piece(key, index, checksums: checksums, url: url, xresid: xresid)
+                    }()
+                    let skip = Int(offset - layout.offset(of: index))
+                    buffer.moveReaderIndex(forwardBy: skip)
+                    let take = Int(min(Int64(buffer.readableBytes), end - offset))
+                    var part = buffer.getSlice(at: buffer.readerIndex, length: take)!
+                    while part.readableBytes > 0 {
+                        let chunk = part.readSlice(length: min(part.readableBytes, Self.pieceWriteChunk))!
+                        try await writer.write(chunk)
+                        self.stats.add(chunk.readableBytes, from: source, xresid: xresid)
+                    }
+                    offset += Int64(take)
+                }
+                try await writer.finish(nil)
+            })
+    }
+
+    /// Buffers handed to the HTTP writer from a piece: slices of it, no copies.
+    static let pieceWriteChunk = 64 << 10
+
+    /// One verified piece and where it came from: the store, else the origin.
+    func piece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, xresid: String) async throws -> (ByteBuffer, TrafficStats.Source) {
+        let size = checksums.layout.size(of: index)
+        var buffer = ByteBufferAllocator().buffer(capacity: size)
+        var hit = false
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: size) { raw in
+            guard let n = node.store.readPiece(key, index, checksums: checksums, into: raw) else { return 0 }
+            hit = true
+            return n
+        }
+        if hit { return (buffer, .cache) }
+        let bytes = try await node.fill(key, index, checksums: checksums, url: url)
+        return (ByteBuffer(bytes: bytes), .cdn)
+    }
+}

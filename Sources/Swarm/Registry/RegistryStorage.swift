@@ -1,0 +1,18 @@
+/// Where the checksum registry and its prepare jobs are kept. SQLite now
+/// (`SQLiteRegistryStorage`); a PostgreSQL backend can follow so that several trackers share
+/// one registry. Calls are synchronous and short; callers keep their own in-memory view.
+public protocol RegistryStorage: Sendable {
+    func loadEntries() throws(RegistryError) -> [RegistryEntry]
+    func save(_ entry: RegistryEntry) throws(RegistryError)
+    func loadJobs() throws(RegistryError) -> [PrepareJob]
+    func save(_ job: PrepareJob) throws(RegistryError)
+    /// Succeeds when the storage answers (for `/ready`).
+    func ping() throws(RegistryError)
+}
+
+/// Why the registry's storage failed.
+public struct RegistryError: Error, Sendable, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

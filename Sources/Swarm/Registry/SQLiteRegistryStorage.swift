@@ -1,0 +1,127 @@
+import Foundation
+import GRDB
+import PieceStore
+
+/// The registry and its prepare jobs in one SQLite file (WAL), so that a restarted node or
+/// tracker keeps its checksums and resumes its jobs.
+public final class SQLiteRegistryStorage: RegistryStorage {
+    private let database: DatabasePool
+
+    public init(path: String) throws(RegistryError) {
+        do {
+            var config = Configuration()
+            config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+            database = try DatabasePool(path: path, configuration: config)
+            try database.write { db in
+                try db.execute(sql: """
+                    CREATE TABLE IF NOT EXISTS registry_objects (
+                        id TEXT PRIMARY KEY, xresid TEXT NOT NULL, host TEXT NOT NULL, path TEXT NOT NULL,
+                        state TEXT NOT NULL, length INTEGER, piece_size INTEGER, digests BLOB,
+                        etag TEXT, last_modified TEXT, content_type TEXT, error TEXT, updated REAL NOT NULL);
+                    CREATE TABLE IF NOT EXISTS prepare_jobs (
+                        id TEXT PRIMARY KEY, xresid TEXT NOT NULL, host TEXT NOT NULL, path TEXT NOT NULL,
+                        url TEXT NOT NULL, state TEXT NOT NULL, urgent INTEGER NOT NULL, sequence INTEGER NOT NULL,
+                        piece_size INTEGER NOT NULL, length INTEGER, bytes_done INTEGER NOT NULL,
+                        validator TEXT, digests BLOB NOT NULL, error TEXT);
+                    """)
+            }
+        } catch {
+            throw RegistryError("cannot open the registry at \(path): \(error)")
+        }
+    }
+
+    public func loadEntries() throws(RegistryError) -> [RegistryEntry] {
+        do {
+            return try database.read { db in
+                try Row.fetchAll(db, sql: "SELECT * FROM registry_objects").compactMap { row -> RegistryEntry? in
+                    let key = ObjectKey(xresid: row["xresid"], host: row["host"], path: row["path"])
+                    guard let state = RegistryEntry.State(rawValue: row["state"]) else { return nil }
+                    var e = RegistryEntry(key: key, state: state)
+                    if let length: Int64 = row["length"], let pieceSize: Int = row["piece_size"], let digests: Data = row["digests"] {
+                        e.checksums = PieceChecksums(layout: PieceLayout(length: length, pieceSize: pieceSize), packed: [UInt8](digests))
+                    }
+                    if e.state == .ready && e.checksums == nil { e.state = .unknown }
+                    // Preparation belongs to a job, which resumes on its own.
+                    e.etag = row["etag"]
+                    e.lastModified = row["last_modified"]
+                    e.contentType = row["content_type"]
+                    e.error = row["error"]
+                    e.updated = Date(timeIntervalSince1970: row["updated"])
+                    return e
+                }
+            }
+        } catch {
+            throw RegistryError("cannot read the registry: \(error)")
+        }
+    }
+
+    public func save(_ e: RegistryEntry) throws(RegistryError) {
+        do {
+            try database.write { db in
+                try db.execute(
+                    sql: """
+                        INSERT OR REPLACE INTO registry_objects
+                        (id, xresid, host, path, state, length, piece_size, digests, etag, last_modified, content_type, error, updated)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        e.key.id, e.key.xresid, e.key.host, e.key.path, e.state.rawValue, e.checksums?.layout.length,
+                        e.checksums?.layout.pieceSize, e.checksums.map { Data($0.packed) }, e.etag, e.lastModified,
+                        e.contentType, e.error, e.updated.timeIntervalSince1970,
+                    ])
+            }
+        } catch {
+            throw RegistryError("cannot write the registry: \(error)")
+        }
+    }
+
+    public func loadJobs() throws(RegistryError) -> [PrepareJob] {
+        do {
+            return try database.read { db in
+                try Row.fetchAll(db, sql: "SELECT * FROM prepare_jobs ORDER BY sequence").compactMap { row -> PrepareJob? in
+                    guard let state = PrepareJob.State(rawValue: row["state"]) else { return nil }
+                    let key = ObjectKey(xresid: row["xresid"], host: row["host"], path: row["path"])
+                    var job = PrepareJob(key: key, url: row["url"], pieceSize: row["piece_size"], sequence: row["sequence"])
+                    job.state = state
+                    job.urgent = row["urgent"]
+                    job.length = row["length"]
+                    job.bytesDone = row["bytes_done"]
+                    job.validator = row["validator"]
+                    let digests: Data = row["digests"]
+                    job.digests = [UInt8](digests)
+                    job.error = row["error"]
+                    return job
+                }
+            }
+        } catch {
+            throw RegistryError("cannot read the prepare jobs: \(error)")
+        }
+    }
+
+    public func save(_ j: PrepareJob) throws(RegistryError) {
+        do {
+            try database.write { db in
+                try db.execute(
+                    sql: """
+                        INSERT OR REPLACE INTO prepare_jobs
+                        (id, xresid, host, path, url, state, urgent, sequence, piece_size, length, bytes_done, validator, digests, error)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        j.id, j.key.xresid, j.key.host, j.key.path, j.url, j.state.rawValue, j.urgent, j.sequence,
+                        j.pieceSize, j.length, j.bytesDone, j.validator, Data(j.digests), j.error,
+                    ])
+            }
+        } catch {
+            throw RegistryError("cannot write a prepare job: \(error)")
+        }
+    }
+
+    public func ping() throws(RegistryError) {
+        do {
+            _ = try database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM registry_objects") }
+        } catch {
+            throw RegistryError("the registry does not answer: \(error)")
+        }
+    }
+}

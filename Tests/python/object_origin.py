@@ -1,0 +1,269 @@
+"""A versioned object origin on loopback for the piece-cache tests.
+
+Binds 127.0.0.1 on a free port (or the port given as the first argument), prints the port on
+stdout and serves until killed or until its stdin closes (so it never outlives the test
+process that started it). Objects are generated on the fly: byte i of NAME at VERSION is
+(i*7 + h + VERSION*13) % 256 with h = sum(utf-8 bytes of NAME) % 256; every object starts
+at version 1. Unknown query parameters (token=..., etc.) are ignored.
+
+Endpoints:
+  /obj/NAME          NAME is the whole (percent-decoded) path after /obj/, e.g. a/b/c.mp4.
+                     ?size=N (default 1000000, up to 2 GiB and beyond). GET and HEAD;
+                     Content-Type from the extension; Accept-Ranges: bytes; ETag "NAME-vV"
+                     and Last-Modified (fixed per version) unless ?novalidators=1.
+                     Range bytes=a-b, a-, -n gives 206, an unsatisfiable one 416 with
+                     Content-Range bytes */SIZE, several ranges are ignored (200). An If-Range
+                     that is neither the current ETag nor Last-Modified turns a Range into 200.
+                     ?throttle=B: at most B body bytes per second.
+                     ?resetafter=N[&resets=K]: the first K (default 1) responses for NAME whose
+                     body spans offset N send the bytes before N, then a TCP RST.
+                     ?bumpafter=N: the first time a response for NAME reaches offset N (every
+                     byte before N sent), NAME's version is bumped (the response itself keeps
+                     its version; the next request sees new bytes and a new ETag).
+  /redirect/NAME     302 to /obj/NAME with the same query
+  /__version         ?name=NAME[&bump=1]: bump NAME's version if asked, answer
+                     {"name", "version"}
+  /__stats           ?name=NAME: {"requests", "full" (200s with a body), "ranges" (Range
+                     header per request, "" for none), "if_range" (If-Range values received),
+                     "bytes_sent", "inflight", "max_inflight"} for /obj/ and /redirect/
+                     requests of NAME; without name: {NAME: {...}, ...}
+  /__reset           forget all stats, versions, resets and bumps
+"""
+
+import fcntl
+import json
+import os
+import signal
+import socket
+import struct
+import sys
+import termios
+import threading
+import time
+from email.utils import formatdate
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, unquote, urlsplit
+
+# (7j) % 256 for j = 0...: byte i of an object is (7i + base) % 256 = PATTERN[i + base*183],
+# since 183 is the inverse of 7 mod 256. Long enough to slice 64 KiB at any shift.
+PATTERN = bytes(7 * j % 256 for j in range(256)) * 258
+CHUNK = 65536
+TYPES = {".ts": "video/mp2t", ".m4s": "video/mp4", ".mp4": "video/mp4", ".flv": "video/x-flv",
+         ".bin": "application/octet-stream"}
+LOCK = threading.Lock()
+OBJECTS = {}  # NAME -> {"version", "resets" (RSTs done), "bumped", "stats"}
+
+
+def fresh_stats():
+    return {"requests": 0, "full": 0, "ranges": [], "if_range": [], "bytes_sent": 0,
+            "inflight": 0, "max_inflight": 0}
+
+
+def obj(name):
+    return OBJECTS.setdefault(name, {"version": 1, "resets": 0, "bumped": False, "stats": fresh_stats()})
+
+
+def content(name, version, offset, length):
+    base = (sum(name.encode()) + version * 13) % 256
+    start = (offset + base * 183) % 256
+    return PATTERN[start:start + length]
+
+
+def validators(name, version):
+    return '"%s-v%d"' % (name, version), formatdate(1700000000 + 86400 * version, usegmt=True)
+
+
+def parse_range(header, size):
+    """(first, last) for a satisfiable single range, "bad" for an unsatisfiable one, None to ignore."""
+    if not header or not header.startswith("bytes=") or "," in header:
+        return None
+    first, _, last = header[6:].strip().partition("-")
+    try:
+        if first == "":
+            n = int(last)
+            return (max(0, size - n), size - 1) if n > 0 and size > 0 else "bad"
+        first, last = int(first), (int(last) if last else None)
+    except ValueError:
+        return None
+    if last is not None and last < first:
+        return None  # syntactically invalid: ignored (RFC 9110)
+    last = size - 1 if last is None else min(last, size - 1)
+    return (first, last) if first < size else "bad"
+
+
+def drain(sock, timeout=2.0):
+    """Wait (a little) until the kernel has sent what we wrote, so a RST does not discard it."""
+    deadline = time.monotonic() + timeout
+    buf = bytearray(4)
+    while time.monotonic() < deadline:
+        try:
+            fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, buf)
+        except (OSError, AttributeError):
+            return  # no TIOCOUTQ on sockets here: best effort
+        if struct.unpack("i", buf)[0] == 0:
+            return
+        time.sleep(0.005)
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_HEAD(self):
+        self.do_GET()
+
+    def do_GET(self):
+        url = urlsplit(self.path)
+        self.query = {k: v[0] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        kind, _, rest = url.path.lstrip("/").partition("/")
+        try:
+            if kind in ("obj", "redirect") and rest:
+                self.serve_object(kind, unquote(rest), url)
+            elif kind in ("__version", "__stats", "__reset"):
+                getattr(self, "serve" + kind)()
+            else:
+                self.answer(404, b"not found")
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+        except (ValueError, KeyError):
+            self.answer(400, b"bad query")  # a malformed number or a missing name=
+
+    def answer(self, status, body=b"", headers=()):
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in headers:
+            self.send_header(name, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def answer_json(self, value):
+        self.answer(200, json.dumps(value).encode(), [("Content-Type", "application/json")])
+
+    def serve_object(self, kind, name, url):
+        with LOCK:
+            s = obj(name)["stats"]
+            s["requests"] += 1
+            s["ranges"].append(self.headers.get("Range", ""))
+            if "If-Range" in self.headers:
+                s["if_range"].append(self.headers["If-Range"])
+            s["inflight"] += 1
+            s["max_inflight"] = max(s["max_inflight"], s["inflight"])
+            version = obj(name)["version"]
+        try:
+            if kind == "redirect":
+                location = "/obj/" + url.path.split("/", 2)[2] + ("?" + url.query if url.query else "")
+                return self.answer(302, b"moved", [("Location", location)])
+            self.send_object(name, version)
+        finally:
+            with LOCK:
+                s["inflight"] -= 1
+
+    def send_object(self, name, version):
+        q = self.query
+        size = int(q.get("size", "1000000"))
+        etag, modified = validators(name, version)
+        r = parse_range(self.headers.get("Range"), size)
+        if_range = self.headers.get("If-Range")
+        if if_range is not None and if_range not in (etag, modified):
+            r = None  # the client's copy is stale: send the whole current object
+        if r == "bad":
+            return self.answer(416, headers=[("Content-Range", "bytes */%d" % size)])
+        first, last = r or (0, size - 1)
+        head = self.command == "HEAD"
+        stop, rate = last + 1, int(q.get("throttle", "0"))
+        reset_at, bump_at = int(q.get("resetafter", "-1")), int(q.get("bumpafter", "-1"))
+        resets = int(q.get("resets", "1"))
+        with LOCK:
+            o = obj(name)
+            if not head and first <= reset_at <= last and o["resets"] < resets:
+                o["resets"] += 1
+                stop = reset_at
+            else:
+                reset_at = -1
+            if head or o["bumped"] or not first <= bump_at <= stop:
+                bump_at = -1
+            if not head and not r:
+                o["stats"]["full"] += 1
+        self.send_response(206 if r else 200)
+        self.send_header("Content-Type", TYPES.get(os.path.splitext(name)[1], "application/octet-stream"))
+        self.send_header("Content-Length", str(last - first + 1))
+        self.send_header("Accept-Ranges", "bytes")
+        if r:
+            self.send_header("Content-Range", "bytes %d-%d/%d" % (first, last, size))
+        if q.get("novalidators") != "1":
+            self.send_header("ETag", etag)
+            self.send_header("Last-Modified", modified)
+        self.end_headers()
+        if head:
+            return
+        chunk = min(CHUNK, max(1, rate // 20)) if rate > 0 else CHUNK
+        pos, started = first, time.monotonic()
+        while True:
+            if pos == bump_at:
+                with LOCK:
+                    if not o["bumped"]:
+                        o["bumped"] = True
+                        o["version"] += 1
+                bump_at = -1
+            if pos >= stop:
+                break
+            if rate > 0:  # pace: never ahead of `rate` bytes per second since the start
+                time.sleep(max(0.0, started + (pos - first) / rate - time.monotonic()))
+            n = min(chunk, stop - pos, bump_at - pos if bump_at > pos else chunk)
+            self.wfile.write(content(name, version, pos, n))
+            pos += n
+            with LOCK:
+                o["stats"]["bytes_sent"] += n
+        if reset_at >= 0:
+            drain(self.connection)
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+            self.close_connection = True
+
+    def serve__version(self):
+        name = self.query["name"]
+        with LOCK:
+            if self.query.get("bump") == "1":
+                obj(name)["version"] += 1
+            version = OBJECTS[name]["version"] if name in OBJECTS else 1
+        self.answer_json({"name": name, "version": version})
+
+    def serve__stats(self):
+        name = self.query.get("name")
+        with LOCK:
+            if name is None:
+                value = {k: o["stats"] for k, o in OBJECTS.items()}
+            else:
+                value = OBJECTS[name]["stats"] if name in OBJECTS else fresh_stats()
+            value = json.loads(json.dumps(value))  # a snapshot: requests may be running
+        self.answer_json(value)
+
+    def serve__reset(self):
+        with LOCK:
+            OBJECTS.clear()
+        self.answer_json({"reset": True})
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        pass
+
+
+def exit_when_stdin_closes():
+    while sys.stdin.buffer.read(4096):
+        pass
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    # A parent that runs on a thread with signals blocked passes that mask on: undo it.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM, signal.SIGINT])
+    threading.Thread(target=exit_when_stdin_closes, daemon=True).start()
+    server = Server(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 0), Handler)
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
