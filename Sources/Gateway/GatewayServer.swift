@@ -37,11 +37,13 @@ public struct GatewayServer: Sendable {
         var c = configuration
         if let demoAuthority { c.allowOrigins.append(demoAuthority) }
         let origin = try makeOrigin(c)
+        let stats = TrafficStats()
         let node = try SwarmNode(
             cacheDirectory: c.cacheDirectory, cacheSize: c.cacheSize, registryPath: c.registryPath, pieceSize: c.pieceSize,
-            maxPrepareJobs: c.prepareJobs, origin: origin.client, logger: logger)
+            maxPrepareJobs: c.prepareJobs, maxObjectSize: c.maxObjectSize, origin: origin.client, logger: logger,
+            onBadPiece: { stats.countPieceFailure() })
         services.append(node.prepareQueue)
-        let responder = GatewayResponder(configuration: c, origin: origin, node: node, logger: logger)
+        let responder = GatewayResponder(configuration: c, origin: origin, node: node, stats: stats, logger: logger)
         let port = c.port
         let demo = demoAuthority
         services.append(Application(

@@ -36,8 +36,19 @@ extension GatewayResponder {
     func serveObject(_ proxy: ProxyURL, clientRange: String?, method: HTTPRequest.Method) async throws(GatewayFailure) -> Response {
         let key = Self.objectKey(proxy)
         guard let entry = node.registry.entry(key), entry.state == .ready, let checksums = entry.checksums else {
+            // Preparation starts (or is hurried); its first answer from the origin tells
+            // whether the player is sent there or told why not.
             node.prepareQueue.enqueue(key, url: proxy.origin.string, urgent: true)
-            return checksumNotReady(proxy)
+            switch await node.prepareQueue.head(key, timeout: configuration.originIdleTimeout) {
+            case .available?, nil: return checksumNotReady(proxy)
+            case .status(let code)?:
+                throw code >= 500
+                    ? GatewayFailure(.badGateway, "origin answered \(code)")
+                    : GatewayFailure(HTTPResponse.Status(code: code), "origin answered \(code)")
+            case .forbidden(let why)?: throw GatewayFailure(.forbidden, why)
+            case .timeout(let why)?: throw GatewayFailure(.gatewayTimeout, why)
+            case .failed(let why)?: throw GatewayFailure(.badGateway, why)
+            }
         }
         let layout = checksums.layout
         var status = HTTPResponse.Status.ok

@@ -35,13 +35,16 @@ public final class PieceStore: Sendable {
     private let database: DatabasePool
     private let state: Mutex<State>
     private let logger: Logger
+    private let onCorruptPiece: @Sendable () -> Void
 
     /// Opens (or creates) the store in `directory`, bounded to `capacity` bytes of pieces.
     /// Data files without an index row, and rows whose file is gone, are cleaned away.
-    public init(directory: String, capacity: Int64, logger: Logger) throws(PieceStoreError) {
+    /// `onCorruptPiece` hears of every stored piece that failed verification.
+    public init(directory: String, capacity: Int64, logger: Logger, onCorruptPiece: @escaping @Sendable () -> Void = {}) throws(PieceStoreError) {
         self.directory = directory
         self.capacity = capacity
         self.logger = logger
+        self.onCorruptPiece = onCorruptPiece
         do {
             try FileManager.default.createDirectory(atPath: directory + "/objects", withIntermediateDirectories: true)
         } catch {
@@ -139,6 +142,7 @@ public final class PieceStore: Sendable {
         guard Self.preadFully(fd, piece, at: checksums.layout.offset(of: index)) else { return nil }
         guard checksums.matches(index, UnsafeRawBufferPointer(piece)) else {
             logger.warning("stored piece failed verification; dropped", metadata: ["object": "\(key)", "piece": "\(index)"])
+            onCorruptPiece()
             dropPiece(key, index)
             return nil
         }

@@ -1,7 +1,9 @@
 import Foundation
 import Testing
 
-/// What a player sees when the origin misbehaves (tests/python/fault_origin.py).
+/// What a player sees when the origin misbehaves (tests/python/fault_origin.py), on the path
+/// that streams from the origin: keys (`xkey=1`), which are never cached. The cache's own
+/// faults (resets and changes during preparation) are in PieceCacheTests.
 @Suite("Gateway: origin faults", .serialized)
 final class GatewayFaultTests {
     let origin: LiveProcess
@@ -21,8 +23,8 @@ final class GatewayFaultTests {
         origin.stop()
     }
 
-    func url(_ path: String, vhost: String = "xdfs.p2p.com") -> String {
-        "http://127.0.0.1:\(port)/\(vhost)/127.0.0.1:\(originPort)\(path)"
+    func url(_ path: String) -> String {
+        "http://127.0.0.1:\(port)/hls.vod.p2p.com/127.0.0.1:\(originPort)\(path)\(path.contains("?") ? "&" : "?")xkey=1"
     }
 
     func count(_ key: String) async throws -> Int {
@@ -78,7 +80,7 @@ final class GatewayFaultTests {
 
     @Test func gracefulShutdownFinishesTheResponseInFlight() async throws {
         let (g, p) = try Live.gateway(["--allow-origin", "127.0.0.1:\(originPort)"])
-        let slow = "http://127.0.0.1:\(p)/xdfs.p2p.com/127.0.0.1:\(originPort)/slow/40?delay=0.05"
+        let slow = "http://127.0.0.1:\(p)/hls.vod.p2p.com/127.0.0.1:\(originPort)/slow/40?delay=0.05&xkey=1"
         let fetch = Task { try await HTTP.get(slow) }
         try await Task.sleep(for: .milliseconds(600))
         kill(g.process.processIdentifier, SIGTERM)

@@ -57,6 +57,9 @@ public final class TrafficStats: Sendable {
         }
     }
 
+    /// A piece that failed SHA-256 verification (on disk, from the origin, later from a peer).
+    public func countPieceFailure() { pieceFailures.increment() }
+
     public func countRequest(route: String, status: Int) {
         registry.makeCounter(
             descriptor: Self.descriptor("requests", unit: "total", "HTTP requests answered, by route template and status."),

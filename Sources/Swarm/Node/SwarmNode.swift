@@ -13,16 +13,17 @@ public final class SwarmNode: Sendable {
     public let registry: ChecksumRegistry
     public let prepareQueue: PrepareQueue
     let origin: OriginClient
+    let onBadPiece: @Sendable () -> Void
     private let flights = Mutex<[String: Task<[UInt8], any Error>]>([:])
     private let logger: Logger
 
     /// Opens the piece store in `cacheDirectory` and the registry in `registryPath`.
     public init(
         cacheDirectory: String, cacheSize: Int64, registryPath: String, pieceSize: Int, maxPrepareJobs: Int,
-        origin: OriginClient, logger: Logger
+        maxObjectSize: Int64, origin: OriginClient, logger: Logger, onBadPiece: @escaping @Sendable () -> Void = {}
     ) throws(SwarmError) {
         do {
-            store = try PieceStore(directory: cacheDirectory, capacity: cacheSize, logger: logger)
+            store = try PieceStore(directory: cacheDirectory, capacity: cacheSize, logger: logger, onCorruptPiece: onBadPiece)
         } catch {
             throw SwarmError("piece store: \(error)")
         }
@@ -31,12 +32,13 @@ public final class SwarmNode: Sendable {
             storage = try SQLiteRegistryStorage(path: registryPath)
             registry = try ChecksumRegistry(storage: storage, logger: logger)
             prepareQueue = try PrepareQueue(
-                registry: registry, storage: storage, preparer: Preparer(origin: origin, store: store, logger: logger),
+                registry: registry, storage: storage, preparer: Preparer(origin: origin, store: store, maxObjectSize: maxObjectSize, logger: logger),
                 pieceSize: pieceSize, maxRunning: maxPrepareJobs, logger: logger)
         } catch {
             throw SwarmError("registry: \(error)")
         }
         self.origin = origin
+        self.onBadPiece = onBadPiece
         self.logger = logger
     }
 
@@ -85,6 +87,7 @@ public final class SwarmNode: Sendable {
         }
         let verified = bytes.withUnsafeBytes { checksums.matches(index, $0) }
         guard verified else {
+            onBadPiece()
             logger.warning("origin piece does not match the registry; preparing the object again", metadata: ["object": "\(key)", "piece": "\(index)"])
             registry.markUnknown(key)
             store.remove(key)

@@ -12,6 +12,10 @@ public final class PrepareQueue: Service, Sendable {
     struct State {
         var jobs: [String: PrepareJob] = [:]
         var running: [String: Task<Void, Never>] = [:]
+        /// Jobs whose task was told to stop and has not ended yet: not started again until it has.
+        var stopping: Set<String> = []
+        /// The origin's first answer to each job's current run, once it came.
+        var heads: [String: OriginHead] = [:]
         var sequence: Int64 = 0
     }
 
@@ -76,6 +80,9 @@ public final class PrepareQueue: Service, Sendable {
             return (job, true)
         }
         if changed {
+            state.withLock { s in
+                if s.jobs[job.id]?.state == .queued && s.running[job.id] == nil { s.heads[job.id] = nil }
+            }
             registry.markPreparing(key)
             save(job)
             wake.yield()
@@ -83,7 +90,18 @@ public final class PrepareQueue: Service, Sendable {
         return job
     }
 
-    /// Every job, urgent first, then in queue order.
+    /// Waits until the origin has answered `key`'s job (or `timeout` passed: nil).
+    public func head(_ key: ObjectKey, timeout: Duration) async -> OriginHead? {
+        let id = key.id.prefixID
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if let head = state.withLock({ $0.heads[id] }) { return head }
+            guard ContinuousClock.now < deadline, !Task.isCancelled else { return nil }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    /// Every job in queue order.
     public func jobs() -> [PrepareJob] {
         state.withLock { Array($0.jobs.values) }.sorted { ($0.sequence) < ($1.sequence) }
     }
@@ -97,7 +115,7 @@ public final class PrepareQueue: Service, Sendable {
             guard var job = s.jobs[id], job.state == .queued || job.state == .running else { return (s.jobs[id], nil) }
             job.state = .paused
             s.jobs[id] = job
-            return (job, s.running.removeValue(forKey: id))
+            return (job, Self.stop(id, &s))
         }
         task?.cancel()
         if let job { save(job) }
@@ -124,7 +142,7 @@ public final class PrepareQueue: Service, Sendable {
             job.state = .cancelled
             job.restart()
             s.jobs[id] = job
-            return (job, s.running.removeValue(forKey: id))
+            return (job, Self.stop(id, &s))
         }
         task?.cancel()
         if let job, job.state == .cancelled {
@@ -152,13 +170,35 @@ public final class PrepareQueue: Service, Sendable {
         for t in tasks { await t.value }
     }
 
+    /// Takes a running job's task out of `running` and marks it stopping.
+    private static func stop(_ id: String, _ s: inout State) -> Task<Void, Never>? {
+        guard let task = s.running.removeValue(forKey: id) else { return nil }
+        s.stopping.insert(id)
+        return task
+    }
+
+    /// Starts queued jobs while there is room. An urgent job (a player asked for it) that
+    /// finds no room sends a running read-ahead job back to the queue; that one keeps its
+    /// progress and resumes later by range.
     private func startJobs() {
+        var preempted: [Task<Void, Never>] = []
         let started = state.withLock { s -> [PrepareJob] in
             var out: [PrepareJob] = []
-            while s.running.count < maxRunning {
-                guard var next = s.jobs.values.filter({ $0.state == .queued })
+            while true {
+                guard var next = s.jobs.values.filter({ $0.state == .queued && !s.stopping.contains($0.id) })
                     .min(by: { ($0.urgent ? 0 : 1, $0.sequence) < ($1.urgent ? 0 : 1, $1.sequence) })
                 else { break }
+                if s.running.count + s.stopping.count >= maxRunning {
+                    guard next.urgent,
+                        let victim = s.running.keys.compactMap({ s.jobs[$0] }).filter({ !$0.urgent }).max(by: { $0.sequence < $1.sequence })
+                    else { break }
+                    var v = victim
+                    v.state = .queued
+                    s.jobs[v.id] = v
+                    if let t = Self.stop(v.id, &s) { preempted.append(t) }
+                    out.append(v)
+                    continue
+                }
                 next.state = .running
                 s.jobs[next.id] = next
                 let job = next
@@ -167,6 +207,7 @@ public final class PrepareQueue: Service, Sendable {
             }
             return out
         }
+        for t in preempted { t.cancel() }
         for job in started { save(job) }
     }
 
@@ -174,11 +215,17 @@ public final class PrepareQueue: Service, Sendable {
         let id = job.id
         let outcome: Result<Preparer.Outcome, Preparer.Failure>
         do {
-            outcome = .success(try await preparer.run(job) { [weak self] progress in self?.record(progress) })
+            outcome = .success(
+                try await preparer.run(job, onHead: { [weak self] head in self?.heard(id, head) }) { [weak self] progress in
+                    self?.record(progress)
+                })
         } catch {
             outcome = .failure(error)
         }
         let finished = state.withLock { s -> PrepareJob? in
+            s.stopping.remove(id)
+            if s.heads[id] == nil, case .failure(let f) = outcome { s.heads[id] = f.head }
+            guard s.running[id] != nil else { return nil }  // paused, cancelled or preempted
             s.running[id] = nil
             guard var current = s.jobs[id], current.state == .running else { return nil }  // paused or cancelled
             switch outcome {
@@ -206,10 +253,16 @@ public final class PrepareQueue: Service, Sendable {
         wake.yield()
     }
 
+    private func heard(_ id: String, _ head: OriginHead) {
+        state.withLock { s in
+            if s.running[id] != nil && s.heads[id] == nil { s.heads[id] = head }
+        }
+    }
+
     /// Keeps a running job's progress (in memory and on disk) after each piece.
     private func record(_ progress: PrepareJob) {
         let job = state.withLock { s -> PrepareJob? in
-            guard var current = s.jobs[progress.id], current.state == .running else { return nil }
+            guard s.running[progress.id] != nil, var current = s.jobs[progress.id], current.state == .running else { return nil }
             current.bytesDone = progress.bytesDone
             current.digests = progress.digests
             current.length = progress.length

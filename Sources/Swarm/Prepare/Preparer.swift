@@ -3,12 +3,27 @@ import Logging
 import Origin
 import PieceStore
 
+/// How the origin first answered a prepare job: what a player's first request is told.
+public enum OriginHead: Sendable, Equatable {
+    /// The object is there (200/206): the player is sent to the origin while it is prepared.
+    case available
+    /// The origin answered this status (4xx, or 5xx after retries).
+    case status(Int)
+    /// The address policy refused the origin (SPEC section 5).
+    case forbidden(String)
+    /// The origin did not answer in time.
+    case timeout(String)
+    /// Anything else: connection failures, an object over the size cap, no length.
+    case failed(String)
+}
+
 /// Runs one prepare job: fetches the object from the origin (resuming with `Range` +
 /// `If-Range` when the job has a validator), hashes it piece by piece, and keeps each piece
 /// in the piece store — so the bytes the registry paid for are the first copy served.
 struct Preparer: Sendable {
     let origin: OriginClient
     let store: PieceStore
+    let maxObjectSize: Int64
     let logger: Logger
 
     struct Outcome: Sendable {
@@ -19,25 +34,31 @@ struct Preparer: Sendable {
     }
 
     /// Why a job stopped short.
-    enum Failure: Error, CustomStringConvertible {
-        /// Not worth retrying now: the origin answered 4xx, sent no length, or is too large.
-        case permanent(String)
-        /// A connection or 5xx failure after the client's retries.
-        case transient(String)
-
+    struct Failure: Error, CustomStringConvertible {
+        var head: OriginHead
         var description: String {
-            switch self {
-            case .permanent(let m), .transient(let m): m
+            switch head {
+            case .available: "stopped"
+            case .status(let s): "origin answered \(s)"
+            case .forbidden(let m), .timeout(let m), .failed(let m): m
             }
         }
     }
 
-    /// Prepares `job`, calling `progress` after every piece (the job as it stands, to persist).
-    func run(_ start: PrepareJob, progress: @Sendable (PrepareJob) -> Void) async throws(Failure) -> Outcome {
+    /// Body failures survived per job: each resumes where the last piece ended.
+    static let bodyRetries = 4
+
+    /// Prepares `job`. `onHead` hears the origin's first answer; `progress` gets the job after
+    /// every piece (to persist).
+    func run(
+        _ start: PrepareJob, onHead: @Sendable (OriginHead) -> Void, progress: @Sendable (PrepareJob) -> Void
+    ) async throws(Failure) -> Outcome {
         var job = start
-        for _ in 0..<3 {
+        var bodyFailures = 0
+        var restarts = 0
+        while true {
             if job.bytesDone > 0 && job.validator == nil { job.restart() }
-            var request = OriginRequest(url: job.url)
+            var request = OriginRequest(url: job.url, maxBodySize: maxObjectSize)
             if job.bytesDone > 0, let validator = job.validator {
                 request.range = .from(first: job.bytesDone)
                 request.headers = [("If-Range", validator)]
@@ -46,47 +67,65 @@ struct Preparer: Sendable {
             do {
                 response = try await origin.fetch(request)
             } catch {
-                throw error.code == .tooLarge || error.code == .forbiddenAddress
-                    ? .permanent(error.description) : .transient(error.description)
+                let head: OriginHead = switch error.code {
+                case .forbiddenAddress: .forbidden(error.description)
+                case .timeout: .timeout(error.description)
+                default: .failed(error.description)
+                }
+                onHead(head)
+                throw Failure(head: head)
             }
             let validator = Self.validator(response)
             switch response.status {
             case 206 where job.bytesDone > 0:
-                // Resumed: the rest of the same version, or (a server that ignores If-Range
-                // but changed the ETag) a different one, which starts over.
+                // Resumed: the rest of the same version. Anything else starts over.
                 guard let range = Self.contentRange(response), range.first == job.bytesDone, range.total == job.length,
                     validator == job.validator
                 else {
+                    restarts += 1
+                    guard restarts <= 3 else { throw Failure(head: .failed("the origin's object kept changing while it was prepared")) }
                     job.restart()
                     progress(job)
                     continue
                 }
             case 200:
                 if job.bytesDone > 0 {
-                    logger.info("origin sent the whole object on resume (new version or no range); starting over",
+                    logger.info("origin sent the whole object on resume (a new version, or no ranges): starting over",
                                 metadata: ["object": "\(job.key)"])
                 }
                 job.restart()
                 guard let length = response.header("Content-Length").flatMap({ Int64($0) }) else {
-                    throw .permanent("origin sent no Content-Length for \(job.url)")
+                    onHead(.failed("origin sent no Content-Length"))
+                    throw Failure(head: .failed("origin sent no Content-Length for \(job.url)"))
+                }
+                guard length <= maxObjectSize else {
+                    onHead(.failed("object of \(length) bytes is over the \(maxObjectSize)-byte cap"))
+                    throw Failure(head: .failed("object of \(length) bytes is over the \(maxObjectSize)-byte cap"))
                 }
                 job.length = length
                 job.validator = validator
-            case 500...:
-                throw .transient("origin answered \(response.status)")
             default:
-                throw .permanent("origin answered \(response.status)")
+                onHead(.status(response.status))
+                throw Failure(head: .status(response.status))
             }
-            try await hash(response.body, job: &job, progress: progress)
+            onHead(.available)
+            do {
+                try await hash(response.body, job: &job, progress: progress)
+            } catch {
+                bodyFailures += 1
+                guard bodyFailures <= Self.bodyRetries, !Task.isCancelled else { throw error }
+                logger.info("origin failed mid-body; resuming", metadata: ["object": "\(job.key)", "at": "\(job.bytesDone)", "error": "\(error)"])
+                try? await Task.sleep(for: .milliseconds(200 * bodyFailures))
+                continue
+            }
             let layout = PieceLayout(length: job.length ?? 0, pieceSize: job.pieceSize)
             guard let checksums = PieceChecksums(layout: layout, packed: job.digests) else {
-                throw .transient("hashed \(job.digests.count / 32) of \(layout.count) pieces")
+                throw Failure(head: .failed("hashed \(job.digests.count / 32) of \(layout.count) pieces"))
             }
             return Outcome(
                 checksums: checksums, etag: response.header("ETag"), lastModified: response.header("Last-Modified"),
                 contentType: response.header("Content-Type"))
         }
-        throw .transient("the origin's object kept changing while it was prepared")
     }
 
     /// Reads the body from `job.bytesDone` on, hashing and storing each whole piece.
@@ -97,13 +136,15 @@ struct Preparer: Sendable {
         piece.reserveCapacity(job.pieceSize)
         var iterator = body.makeAsyncIterator()
         while job.bytesDone < length {
+            if Task.isCancelled { throw Failure(head: .failed("stopped")) }
             let chunk: [UInt8]?
-            do { chunk = try await iterator.next() } catch { throw .transient("origin failed mid-body: \(error)") }
-            guard var rest = chunk?[...] else { throw .transient("origin ended the body at \(job.bytesDone + Int64(piece.count)) of \(length) bytes") }
+            do { chunk = try await iterator.next() } catch { throw Failure(head: .failed("origin failed mid-body: \(error)")) }
+            guard var rest = chunk?[...] else {
+                throw Failure(head: .failed("origin ended the body at \(job.bytesDone + Int64(piece.count)) of \(length) bytes"))
+            }
             while !rest.isEmpty && job.bytesDone < length {
                 let i = layout.index(at: job.bytesDone)
-                let want = layout.size(of: i) - piece.count
-                let take = rest.prefix(want)
+                let take = rest.prefix(layout.size(of: i) - piece.count)
                 piece += take
                 rest = rest.dropFirst(take.count)
                 if piece.count == layout.size(of: i) {
@@ -120,7 +161,6 @@ struct Preparer: Sendable {
                     progress(job)
                 }
             }
-            if Task.isCancelled { throw .transient("cancelled") }
         }
     }
 

@@ -102,18 +102,87 @@ enum Live {
         return (p, port)
     }
 
+    /// Tests/python/object_origin.py (versioned objects, resets, per-object records).
+    static func objectOrigin() throws -> (LiveProcess, Int) {
+        let p = try LiveProcess(python, [packageRoot.appendingPathComponent("Tests/python/object_origin.py").path])
+        guard let port = Int(p.firstStdoutLine()) else { throw TestFailure("object origin did not start: \(p.stderr)") }
+        return (p, port)
+    }
+
+    /// The piece store's data files under a cache folder.
+    static func dataFiles(in cache: String) throws -> [String] {
+        let root = cache + "/objects"
+        return try FileManager.default.subpathsOfDirectory(atPath: root).map { root + "/" + $0 }.filter {
+            var isDir: ObjCBool = false
+            return FileManager.default.fileExists(atPath: $0, isDirectory: &isDir) && !isDir.boolValue
+        }
+    }
+
+    /// Disk blocks allocated to a cache's data files, in bytes (sparse files count what they hold).
+    static func diskBytes(_ cache: String) throws -> Int64 {
+        var total: Int64 = 0
+        for file in try dataFiles(in: cache) {
+            var st = stat()
+            if stat(file, &st) == 0 { total += Int64(st.st_blocks) * 512 }
+        }
+        return total
+    }
+
+    /// The highest resident set size of a process so far (VmHWM).
+    static func peakRSS(_ p: LiveProcess) throws -> Int {
+        let status = try String(contentsOfFile: "/proc/\(p.process.processIdentifier)/status", encoding: .utf8)
+        guard let kb = status.firstMatch(of: #/VmHWM:\s+(\d+) kB/#).flatMap({ Int($0.1) }) else { throw TestFailure("no VmHWM") }
+        return kb << 10
+    }
+
     /// Requests the origin saw, from the token origin's /__stats.
     static func originRequests(_ port: Int) async throws -> Int {
         let r = try await HTTP.get("http://127.0.0.1:\(port)/__stats")
         return Int(r.text.firstMatch(of: #/"requests": (\d+)/#).map { String($0.1) } ?? "-1") ?? -1
     }
 
+    /// A new, empty folder for a gateway's cache.
+    static func cacheFolder() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("sg-cache-\(UUID().uuidString)").path
+    }
+
     /// `swarmgate serve` on a free port with these extra arguments; returns it and its port.
-    static func gateway(_ arguments: [String], environment: [String: String] = [:]) throws -> (LiveProcess, Int) {
-        let cache = FileManager.default.temporaryDirectory.appendingPathComponent("sg-cache-\(UUID().uuidString)").path
+    static func gateway(_ arguments: [String], cache: String = cacheFolder(), environment: [String: String] = [:]) throws -> (LiveProcess, Int) {
         let p = try LiveProcess(binary, ["serve", "--listen", "127.0.0.1:0", "--cache-dir", cache] + arguments, environment: environment)
         let port = try p.waitForStderr(#/listening on 127\.0\.0\.1:(\d+)/#)
         return (p, Int(port)!)
+    }
+}
+
+extension Live {
+    /// GETs `url` until it stops answering 302 (its checksums are ready), then returns that
+    /// answer. Every 302 on the way must be SPEC's "checksum not ready".
+    static func whenReady(_ url: String, headers: [String: String] = [:], timeout: Duration = .seconds(60)) async throws -> HTTPResult {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let r = try await HTTP.get(url, headers: headers)
+            guard r.status == 302 else { return r }
+            guard r.text.contains("\"msg\":\"checksum not ready\"") else { throw TestFailure("a 302 that is not SPEC's: \(r.text)") }
+            guard ContinuousClock.now < deadline else { throw TestFailure("\(url) not ready within \(timeout)") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+}
+
+/// xresids as the gateway derives them: lowercase hex MD5 of host + path.
+enum XResIDs {
+    static func derived(_ host: String, _ path: String) -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/md5sum")
+        let inPipe = Pipe(), outPipe = Pipe()
+        p.standardInput = inPipe
+        p.standardOutput = outPipe
+        try? p.run()
+        inPipe.fileHandleForWriting.write(Data((host + path).utf8))
+        try? inPipe.fileHandleForWriting.close()
+        let out = outPipe.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return String(String(decoding: out, as: UTF8.self).prefix(32))
     }
 }
 
@@ -142,6 +211,22 @@ enum HTTP {
         r.httpMethod = method
         r.timeoutInterval = 30
         for (k, v) in headers { r.setValue(v, forHTTPHeaderField: k) }
+        return try await exchange(r)
+    }
+
+    static func post(_ url: String, json: String) async throws -> HTTPResult {
+        guard let u = URL(string: url) else { throw TestFailure("bad URL \(url)") }
+        var r = URLRequest(url: u)
+        r.httpMethod = "POST"
+        r.timeoutInterval = 30
+        if !json.isEmpty {
+            r.httpBody = Data(json.utf8)
+            r.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        return try await exchange(r)
+    }
+
+    static func exchange(_ r: URLRequest) async throws -> HTTPResult {
         let (data, response) = try await session.data(for: r)
         let http = response as! HTTPURLResponse
         var h: [String: String] = [:]

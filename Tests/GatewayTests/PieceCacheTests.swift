@@ -1,0 +1,319 @@
+import Foundation
+import Testing
+
+/// The piece cache, the checksum registry and prepare jobs through a real gateway process, in
+/// front of Tests/python/object_origin.py (deterministic objects, validators, resets, version
+/// bumps, and a per-object record of every request it answered).
+@Suite("Piece cache", .serialized)
+final class PieceCacheTests {
+    let origin: LiveProcess
+    let originPort: Int
+    var originBase: String { "http://127.0.0.1:\(originPort)" }
+
+    init() throws {
+        (origin, originPort) = try Live.objectOrigin()
+    }
+
+    deinit { origin.stop() }
+
+    func gateway(cache: String = Live.cacheFolder(), _ extra: [String] = []) throws -> (LiveProcess, Int) {
+        try Live.gateway(["--allow-origin", "127.0.0.1:\(originPort)", "--piece-size", "64KiB"] + extra, cache: cache)
+    }
+
+    func proxied(_ port: Int, _ path: String, vhost: String = "hls.vod.p2p.com") -> String {
+        "http://127.0.0.1:\(port)/\(vhost)/127.0.0.1:\(originPort)\(path)"
+    }
+
+    /// The object as the origin serves it now.
+    func direct(_ path: String) async throws -> Data {
+        let r = try await HTTP.get(originBase + path)
+        #expect(r.status == 200)
+        return r.body
+    }
+
+    /// The origin's record of NAME: requests, full, ranges, if_range, bytes_sent.
+    func originStats(_ name: String) async throws -> [String: Any] {
+        let r = try await HTTP.get(originBase + "/__stats?name=\(name)")
+        return try JSONSerialization.jsonObject(with: r.body) as? [String: Any] ?? [:]
+    }
+
+    func jobs(_ port: Int) async throws -> [[String: Any]] {
+        let r = try await HTTP.get("http://127.0.0.1:\(port)/jobs")
+        return (try JSONSerialization.jsonObject(with: r.body) as? [String: Any])?["jobs"] as? [[String: Any]] ?? []
+    }
+
+    @Test func firstSightIs302ToTheOriginThenReadyObjectsAreServedFromPieces() async throws {
+        let (g, port) = try gateway()
+        defer { g.stop() }
+        let path = "/obj/first.ts?size=300000&token=abc"
+        let url = proxied(port, path) + "&xresid=stream-1"
+        let first = try await HTTP.get(url)
+        #expect(first.status == 302)
+        #expect(first.headers["location"] == originBase + path, "the origin URL with its query, without xresid")
+        #expect(first.text == "{\"code\":404,\"msg\":\"checksum not ready\",\"xresid\":\"stream-1\"}")
+        let whole = try await Live.whenReady(url)
+        let want = try await direct(path)
+        #expect(whole.status == 200)
+        #expect(whole.body == want)
+        #expect(whole.headers["etag"] == "\"first.ts-v1\"")
+        #expect(whole.headers["content-type"] == "video/mp2t")
+        // Ranges across piece boundaries (64 KiB pieces), suffix and open ranges, 416.
+        for (range, slice) in [("bytes=65530-65545", 65530...65545), ("bytes=0-0", 0...0), ("bytes=131000-262200", 131000...262200)] {
+            let r = try await HTTP.get(url, headers: ["Range": range])
+            #expect(r.status == 206)
+            #expect(r.body == want[slice], "\(range)")
+            #expect(r.headers["content-range"] == "bytes \(slice.lowerBound)-\(slice.upperBound)/300000")
+        }
+        let suffix = try await HTTP.get(url, headers: ["Range": "bytes=-70000"])
+        #expect(suffix.body == want.suffix(70000))
+        let open = try await HTTP.get(url, headers: ["Range": "bytes=299990-"])
+        #expect(open.body == want.suffix(10))
+        let bad = try await HTTP.get(url, headers: ["Range": "bytes=300000-"])
+        #expect(bad.status == 416)
+        #expect(bad.headers["content-range"] == "bytes */300000")
+        let head = try await HTTP.get(url, method: "HEAD")
+        #expect(head.status == 200 && head.headers["content-length"] == "300000" && head.body.isEmpty)
+        // The registry paid for one transfer; everything after came from pieces.
+        let stats = try await originStats("first.ts")
+        #expect(stats["full"] as? Int == 1)
+        #expect(stats["requests"] as? Int == 2, "the preparation and the direct fetch: \(stats)")
+        let s = try await HTTP.get("http://127.0.0.1:\(port)/stat?xresid=stream-1")
+        #expect(s.text.contains("\"cdnBytes\":0"), "\(s.text)")
+    }
+
+    @Test func aByteFlippedOnDiskIsNeverServedAndThePieceIsFetchedAgain() async throws {
+        let cache = Live.cacheFolder()
+        let (g, port) = try gateway(cache: cache)
+        defer { g.stop() }
+        let path = "/obj/flip.ts?size=200000"
+        let url = proxied(port, path)
+        _ = try await Live.whenReady(url)
+        let want = try await direct(path)
+        let files = try Live.dataFiles(in: cache)
+        #expect(files.count == 1)
+        // Flip one byte of piece 1 (64 KiB pieces) in place.
+        let h = try #require(FileHandle(forUpdatingAtPath: files[0]))
+        try h.seek(toOffset: 70_000)
+        let old = try #require(try h.read(upToCount: 1))
+        try h.seek(toOffset: 70_000)
+        h.write(Data([old[0] ^ 0xFF]))
+        try h.close()
+        let again = try await HTTP.get(url)
+        #expect(again.status == 200)
+        #expect(again.body == want, "the corrupt piece was not served")
+        let stats = try await originStats("flip.ts")
+        #expect((stats["ranges"] as? [String])?.contains("bytes=65536-131071") == true, "piece 1 came again, by range: \(stats)")
+        let m = try await HTTP.get("http://127.0.0.1:\(port)/metrics")
+        #expect(m.text.contains("swarmgate_piece_failures_total 1"), "\(m.text)")
+    }
+
+    @Test func fiftyConcurrentRequestsForOneColdObjectMakeOneOriginTransfer() async throws {
+        let cache = Live.cacheFolder()
+        var (g, port) = try gateway(cache: cache)
+        let path = "/obj/crowd.ts?size=500000"
+        let url = proxied(port, path)
+        let first = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<50 { group.addTask { try await HTTP.get(url).status } }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(first.allSatisfy { $0 == 302 }, "\(first)")
+        _ = try await Live.whenReady(url)
+        var stats = try await originStats("crowd.ts")
+        #expect(stats["requests"] as? Int == 1, "one preparation: \(stats)")
+        // The pieces go (an operator wiped the piece files); the registry stays. Fifty players
+        // at once: each missing piece is fetched from the origin once, by range.
+        g.stop()
+        try FileManager.default.removeItem(atPath: cache + "/objects")
+        try FileManager.default.removeItem(atPath: cache + "/index.sqlite")
+        (g, port) = try gateway(cache: cache)
+        defer { g.stop() }
+        let want = try await direct(path)
+        let again = proxied(port, path)
+        let bodies = try await withThrowingTaskGroup(of: HTTPResult.self) { group in
+            for _ in 0..<50 { group.addTask { try await HTTP.get(again) } }
+            return try await group.reduce(into: [HTTPResult]()) { $0.append($1) }
+        }
+        #expect(bodies.allSatisfy { $0.status == 200 && $0.body == want })
+        stats = try await originStats("crowd.ts")
+        let ranges = (stats["ranges"] as? [String] ?? []).filter { !$0.isEmpty }
+        #expect(ranges.count == 8, "8 pieces of 64 KiB, each once: \(ranges)")
+        #expect(Set(ranges).count == ranges.count)
+    }
+
+    @Test func killedDuringPreparationTheJobResumesWithIfRange() async throws {
+        let cache = Live.cacheFolder()
+        var (g, port) = try gateway(cache: cache)
+        let path = "/obj/slowprep.ts?size=1000000&throttle=300000"
+        let url = proxied(port, path)
+        #expect(try await HTTP.get(url).status == 302)
+        // Wait for some progress, then kill -9.
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline {
+            if let done = try await jobs(port).first?["bytesDone"] as? Int, done >= 131072 { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        g.stop(signal: SIGKILL)
+        (g, port) = try gateway(cache: cache)
+        defer { g.stop() }
+        let whole = try await Live.whenReady(proxied(port, path))
+        #expect(whole.body == (try await direct(path)))
+        let stats = try await originStats("slowprep.ts")
+        let ranges = stats["ranges"] as? [String] ?? []
+        #expect(ranges.count >= 2 && ranges[0] == "" && ranges[1].hasPrefix("bytes=") && ranges[1] != "bytes=0-", "resumed by range: \(ranges)")
+        #expect((stats["if_range"] as? [String])?.first == "\"slowprep.ts-v1\"")
+    }
+
+    @Test func killedWhileServingNothingCorruptIsServedAfterRestart() async throws {
+        let cache = Live.cacheFolder()
+        var (g, port) = try gateway(cache: cache)
+        let path = "/obj/midserve.mp4?size=3000000"
+        let url = proxied(port, path)
+        _ = try await Live.whenReady(url, headers: ["Range": "bytes=0-0"])
+        let reading = Task { try? await HTTP.get(url) }
+        try await Task.sleep(for: .milliseconds(30))
+        g.stop(signal: SIGKILL)
+        _ = await reading.value
+        (g, port) = try gateway(cache: cache)
+        defer { g.stop() }
+        let whole = try await HTTP.get(proxied(port, path))
+        #expect(whole.status == 200)
+        #expect(whole.body == (try await direct(path)))
+    }
+
+    @Test func twiceTheCacheSizeOfObjectsStaysUnderTheBound() async throws {
+        let cache = Live.cacheFolder()
+        let (g, port) = try gateway(cache: cache, ["--cache-size", "1MiB"])
+        defer { g.stop() }
+        for i in 0..<8 {
+            let path = "/obj/bound-\(i).ts?size=262144"
+            let r = try await Live.whenReady(proxied(port, path))
+            #expect(r.status == 200)
+            #expect(r.body == (try await direct(path)))
+            let used = try Live.diskBytes(cache)
+            #expect(used <= 1 << 20, "\(used) bytes on disk after object \(i)")
+        }
+        // The newest objects are held; the oldest were evicted and are filled again by range.
+        let again = try await HTTP.get(proxied(port, "/obj/bound-0.ts?size=262144"))
+        #expect(again.status == 200)
+        #expect(try Live.diskBytes(cache) <= 1 << 20)
+    }
+
+    @Test func anETagChangeMidPreparationStartsOverInsteadOfMixingVersions() async throws {
+        let (g, port) = try gateway()
+        defer { g.stop() }
+        // The first transfer is reset at 200000 bytes, and the object changes right then.
+        let path = "/obj/changing.ts?size=400000&resetafter=200000&bumpafter=200000"
+        let r = try await Live.whenReady(proxied(port, path))
+        let now = try await direct(path)
+        #expect(r.body == now, "the new version, whole")
+        #expect(r.headers["etag"] == "\"changing.ts-v2\"")
+        let stats = try await originStats("changing.ts")
+        #expect((stats["if_range"] as? [String])?.first == "\"changing.ts-v1\"", "\(stats)")
+    }
+
+    @Test func anOriginWithoutValidatorsIsFetchedAgainFromTheStart() async throws {
+        let (g, port) = try gateway()
+        defer { g.stop() }
+        let path = "/obj/novalid.ts?size=400000&novalidators=1&resetafter=200000"
+        let r = try await Live.whenReady(proxied(port, path))
+        #expect(r.body == (try await direct(path)))
+        let stats = try await originStats("novalid.ts")
+        #expect((stats["ranges"] as? [String])?.prefix(2) == ["", ""], "no Range without a validator: \(stats)")
+        #expect((stats["if_range"] as? [String])?.isEmpty == true)
+    }
+
+    @Test func aRedirectingOriginKeepsTheObjectsKey() async throws {
+        let (g, port) = try gateway()
+        defer { g.stop() }
+        let path = "/redirect/moved.ts?size=100000"
+        let r = try await Live.whenReady(proxied(port, path))
+        #expect(r.status == 200)
+        #expect(r.body == (try await direct("/obj/moved.ts?size=100000")))
+        let list = try await jobs(port)
+        #expect(list.count == 1)
+        #expect((list.first?["url"] as? String)?.contains("/redirect/moved.ts") == true)
+    }
+
+    @Test func aTwoGiBSparseFileIsServedByRangesWithBoundedMemory() async throws {
+        let (g, port) = try gateway(["--piece-size", "1MiB"])
+        defer { g.stop() }
+        let size: Int64 = 2 << 30
+        let path = "/obj/big.bin?size=\(size)"
+        let url = proxied(port, path, vhost: "xdfs.p2p.com")
+        let head = try await Live.whenReady(url, headers: ["Range": "bytes=0-0"], timeout: .seconds(300))
+        #expect(head.status == 206)
+        #expect(head.headers["content-range"] == "bytes 0-0/\(size)")
+        for first in [Int64(0), 1_073_741_000, size - 3_000_000] {
+            let range = "bytes=\(first)-\(first + 2_999_999)"
+            let via = try await HTTP.get(url, headers: ["Range": range])
+            let want = try await HTTP.get(originBase + path, headers: ["Range": range])
+            #expect(via.status == 206)
+            #expect(via.body == want.body, "\(range)")
+        }
+        let rss = try Live.peakRSS(g)
+        #expect(rss < 300 << 20, "peak RSS \(rss >> 20) MiB while preparing and serving 2 GiB")
+    }
+
+    @Test func playlistsAndKeysAreNeverRedirectedNorCached() async throws {
+        let samples = Live.packageRoot.appendingPathComponent("samples")
+        let (o, oport) = try Live.origin(serving: samples, token: "t")
+        defer { o.stop() }
+        let (g, port) = try Live.gateway(["--allow-origin", "127.0.0.1:\(oport)", "--key-uris", "proxy"])
+        defer { g.stop() }
+        let playlist = try await HTTP.get("http://127.0.0.1:\(port)/hls.vod.p2p.com/127.0.0.1:\(oport)/hls-aes/index.m3u8?token=t")
+        #expect(playlist.status == 200)
+        let key = try #require(playlist.text.firstMatch(of: #/URI="(http[^"]+)"/#).map { String($0.1) })
+        #expect(key.contains("xkey=1"))
+        for _ in 0..<2 {
+            let k = try await HTTP.get(key + "&token=t")
+            #expect(k.status == 200)
+            #expect(k.body == (try Data(contentsOf: samples.appendingPathComponent("hls-aes/key.bin"))))
+            #expect(k.headers["cache-control"] == "no-store")
+        }
+        let list = try await jobs(port)
+        #expect(!list.contains { ($0["url"] as? String)?.contains("key.bin") == true }, "a key is never prepared")
+    }
+
+    @Test func prepareQueuesAWholeStreamAndJobsCanBePausedResumedAndCancelled() async throws {
+        let samples = Live.packageRoot.appendingPathComponent("samples")
+        let (o, oport) = try Live.origin(serving: samples, token: "t")
+        defer { o.stop() }
+        let (g, port) = try Live.gateway(["--allow-origin", "127.0.0.1:\(oport),127.0.0.1:\(originPort)", "--inherit-query", "token", "--prepare-jobs", "1"])
+        defer { g.stop() }
+        let gateway = "http://127.0.0.1:\(port)"
+        let cli = try LiveProcess(Live.binary, ["prepare", "http://127.0.0.1:\(oport)/hls-ts/master.m3u8?token=t", "--gateway", gateway, "--wait"])
+        #expect(cli.waitForExit(timeout: .seconds(120)) == 0, "\(cli.stderr)")
+        let variants = try FileManager.default.contentsOfDirectory(atPath: samples.appendingPathComponent("hls-ts").path).filter { $0.hasSuffix(".ts") }
+        var all = try await jobs(port)
+        #expect(all.count == variants.count, "every segment of both variants")
+        #expect(all.allSatisfy { $0["state"] as? String == "done" })
+        // Each is now served from pieces at once, byte for byte.
+        let seg = variants.sorted()[0]
+        let r = try await HTTP.get("\(gateway)/hls.vod.p2p.com/127.0.0.1:\(oport)/hls-ts/\(seg)?token=t&xresid=\(XResIDs.derived("127.0.0.1:\(oport)", "/hls-ts/master.m3u8"))")
+        #expect(r.status == 200)
+        #expect(r.body == (try Data(contentsOf: samples.appendingPathComponent("hls-ts/\(seg)"))))
+
+        // Steering one slow job.
+        let slow = "http://127.0.0.1:\(originPort)/obj/steer.ts?size=2000000&throttle=200000"
+        let posted = try await HTTP.post("\(gateway)/prepare", json: "{\"url\":\"\(slow)\"}")
+        #expect(posted.status == 202)
+        let id = try #require(try await jobs(port).first { ($0["url"] as? String) == slow }?["id"] as? String)
+        try await Task.sleep(for: .milliseconds(800))
+        let paused = try await HTTP.post("\(gateway)/jobs/\(id)/pause", json: "")
+        #expect(paused.text.contains("\"state\":\"paused\""))
+        try await Task.sleep(for: .milliseconds(300))
+        let progress = try #require(try await jobs(port).first { $0["id"] as? String == id }?["bytesDone"] as? Int)
+        #expect(progress > 0)
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(try await jobs(port).first { $0["id"] as? String == id }?["bytesDone"] as? Int == progress, "a paused job does not move")
+        #expect(try await HTTP.post("\(gateway)/jobs/\(id)/resume", json: "").text.contains("\"state\":\"queued\""))
+        try await Task.sleep(for: .milliseconds(600))
+        let cancelled = try await HTTP.post("\(gateway)/jobs/\(id)/cancel", json: "")
+        #expect(cancelled.text.contains("\"state\":\"cancelled\""))
+        all = try await jobs(port)
+        #expect(all.first { $0["id"] as? String == id }?["state"] as? String == "cancelled")
+        #expect(try await HTTP.post("\(gateway)/jobs/nosuchjob/pause", json: "").status == 404)
+        let stats = try await originStats("steer.ts")
+        #expect((stats["if_range"] as? [String])?.isEmpty == false, "resume continued by range: \(stats)")
+    }
+}
