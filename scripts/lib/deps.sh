@@ -16,7 +16,7 @@ ensure_apt() {
 
 # The build needs these to compile and link the C libraries' modules.
 ensure_build_deps() {
-    ensure_apt pkg-config libxml2-dev libcurl4-openssl-dev
+    ensure_apt pkg-config libxml2-dev libcurl4-openssl-dev libssl-dev libsqlite3-dev
 }
 
 # ensure_python_env: a virtualenv in .venv with the independent checkers the tests and

@@ -64,6 +64,9 @@ public final class PrepareQueue: Service, Sendable {
                     return (job, false)
                 case .done where registry.checksums(key) != nil:
                     return (job, false)
+                case .failed where !urgent, .cancelled where !urgent:
+                    // Read-ahead does not retry what failed or was cancelled; a player's request does.
+                    return (job, false)
                 case .done, .failed, .cancelled:
                     job.state = .queued
                     job.urgent = urgent
