@@ -325,20 +325,13 @@ public final class GatewayResponder: HTTPResponder {
         var skip: Int64 = 0
         var limit: Int64? = answer.header("content-length").flatMap { Int64($0) }
         if let clientRange, answer.status == 200, let length = limit {
-            let resolved: RangeRequest
-            do { resolved = try RangeRequest.resolve(clientRange, length: length) } catch {
-                throw GatewayFailure(.badRequest, "bad Range header")
-            }
-            switch resolved {
-            case .full: break
-            case .unsatisfiable:
-                throw GatewayFailure(.rangeNotSatisfiable, "range not satisfiable", headers: [.contentRange: "bytes */\(length)"])
-            case .partial(let r):
-                status = .partialContent
-                skip = r.lowerBound
-                limit = r.upperBound - r.lowerBound + 1
-                headers[.contentRange] = "bytes \(r.lowerBound)-\(r.upperBound)/\(length)"
-                headers[.contentLength] = String(limit!)
+            let range = try RangeAnswer(clientRange, length: length)
+            if let contentRange = range.contentRange {
+                status = range.status
+                skip = range.first
+                limit = range.count
+                headers[.contentRange] = contentRange
+                headers[.contentLength] = String(range.count)
             }
         }
         if method == .head {

@@ -51,28 +51,12 @@ extension GatewayResponder {
             }
         }
         let layout = checksums.layout
-        var status = HTTPResponse.Status.ok
-        var first: Int64 = 0
-        var count = layout.length
         var headers: HTTPFields = [.acceptRanges: "bytes", .contentType: entry.contentType ?? "application/octet-stream"]
         if let etag = entry.etag { headers[.eTag] = etag }
         if let lastModified = entry.lastModified { headers[.lastModified] = lastModified }
-        if let clientRange {
-            let resolved: RangeRequest
-            do { resolved = try RangeRequest.resolve(clientRange, length: layout.length) } catch {
-                throw GatewayFailure(.badRequest, "bad Range header")
-            }
-            switch resolved {
-            case .full: break
-            case .unsatisfiable:
-                throw GatewayFailure(.rangeNotSatisfiable, "range not satisfiable", headers: [.contentRange: "bytes */\(layout.length)"])
-            case .partial(let r):
-                status = .partialContent
-                first = r.lowerBound
-                count = r.upperBound - r.lowerBound + 1
-                headers[.contentRange] = "bytes \(r.lowerBound)-\(r.upperBound)/\(layout.length)"
-            }
-        }
+        let range = try RangeAnswer(clientRange, length: layout.length)
+        let (status, first, count) = (range.status, range.first, range.count)
+        if let contentRange = range.contentRange { headers[.contentRange] = contentRange }
         headers[.contentLength] = String(count)
         if method == .head || count == 0 {
             return Response(status: status, headers: headers, body: .init())

@@ -29,8 +29,10 @@ import struct
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
+
+import loopback_origin
 
 PATTERN = bytes(range(251)) * 300  # longer than 251 + 65536, sliced at any offset
 LOCK = threading.Lock()
@@ -185,23 +187,5 @@ class Handler(BaseHTTPRequestHandler):
         self.answer(200, body, [("Content-Type", "application/json")])
 
 
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address):
-        pass
-
-
-def exit_when_stdin_closes():
-    while sys.stdin.buffer.read(4096):
-        pass
-    os._exit(0)
-
-
 if __name__ == "__main__":
-    # A parent that runs on a thread with signals blocked passes that mask on: undo it.
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM, signal.SIGINT])
-    threading.Thread(target=exit_when_stdin_closes, daemon=True).start()
-    server = Server(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 0), Handler)
-    print(server.server_address[1], flush=True)
-    server.serve_forever()
+    loopback_origin.serve(Handler)

@@ -41,8 +41,10 @@ import termios
 import threading
 import time
 from email.utils import formatdate
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, unquote, urlsplit
+
+import loopback_origin
 
 # (7j) % 256 for j = 0...: byte i of an object is (7i + base) % 256 = PATTERN[i + base*183],
 # since 183 is the inverse of 7 mod 256. Long enough to slice 64 KiB at any shift.
@@ -247,23 +249,5 @@ class Handler(BaseHTTPRequestHandler):
         self.answer_json({"reset": True})
 
 
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address):
-        pass
-
-
-def exit_when_stdin_closes():
-    while sys.stdin.buffer.read(4096):
-        pass
-    os._exit(0)
-
-
 if __name__ == "__main__":
-    # A parent that runs on a thread with signals blocked passes that mask on: undo it.
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM, signal.SIGINT])
-    threading.Thread(target=exit_when_stdin_closes, daemon=True).start()
-    server = Server(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 0), Handler)
-    print(server.server_address[1], flush=True)
-    server.serve_forever()
+    loopback_origin.serve(Handler)

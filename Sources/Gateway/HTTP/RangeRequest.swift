@@ -1,3 +1,4 @@
+import Hummingbird
 /// A `Range` request header resolved against a representation's length (RFC 9110 section 14).
 /// swarmgate serves one range per response: a request for several ranges gets the whole
 /// representation, which RFC 9110 allows a server to send.
@@ -68,5 +69,35 @@ extension StringProtocol {
         while let f = s.first, f == " " || f == "\t" { s = s.dropFirst() }
         while let l = s.last, l == " " || l == "\t" { s = s.dropLast() }
         return s
+    }
+}
+
+/// What a media answer sends for a client's `Range` (RFC 9110): the status, the bytes and the
+/// `Content-Range` to set.
+struct RangeAnswer {
+    var status: HTTPResponse.Status = .ok
+    var first: Int64 = 0
+    var count: Int64
+    var contentRange: String?
+
+    /// The answer for `header` on an object of `length` bytes: 400 for bad syntax, 416 with
+    /// `bytes */LENGTH` for an unsatisfiable range.
+    init(_ header: String?, length: Int64) throws(GatewayFailure) {
+        count = length
+        guard let header else { return }
+        let resolved: RangeRequest
+        do { resolved = try RangeRequest.resolve(header, length: length) } catch {
+            throw GatewayFailure(.badRequest, "bad Range header")
+        }
+        switch resolved {
+        case .full: break
+        case .unsatisfiable:
+            throw GatewayFailure(.rangeNotSatisfiable, "range not satisfiable", headers: [.contentRange: "bytes */\(length)"])
+        case .partial(let r):
+            status = .partialContent
+            first = r.lowerBound
+            count = r.upperBound - r.lowerBound + 1
+            contentRange = "bytes \(r.lowerBound)-\(r.upperBound)/\(length)"
+        }
     }
 }

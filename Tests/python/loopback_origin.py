@@ -1,0 +1,32 @@
+"""What every test origin here shares: a threaded server on 127.0.0.1 that prints its port on
+stdout and exits when its stdin closes (so it never outlives the test process that started
+it), with SIGTERM and SIGINT unblocked (a parent on a thread with signals blocked passes that
+mask on)."""
+
+import os
+import signal
+import sys
+import threading
+from http.server import ThreadingHTTPServer
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        pass  # clients that hang up mid-body are normal here
+
+
+def exit_when_stdin_closes():
+    while sys.stdin.buffer.read(4096):
+        pass
+    os._exit(0)
+
+
+def serve(handler):
+    """Serves `handler` on the port given as the first argument, else a free one."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM, signal.SIGINT])
+    threading.Thread(target=exit_when_stdin_closes, daemon=True).start()
+    server = Server(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 0), handler)
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
