@@ -36,6 +36,9 @@ extension OriginClient {
         public var httpVersion = HTTPVersion.http2OverTLS
         public var userAgent = "swarmgate/0.1"
         public var addressPolicy = AddressPolicy()
+        /// PEM certificates of the authorities that TLS origins are verified against; nil:
+        /// the system's store. Verification of the peer and its host name is always on.
+        public var caFile: String?
 
         public init() {}
 

@@ -370,6 +370,7 @@ final class Transfer: @unchecked Sendable {
         set(CURLOPT_HTTP_VERSION, o.httpVersion == .http1_1 ? CURL_HTTP_VERSION_1_1 : CURL_HTTP_VERSION_2TLS)
         set(CURLOPT_SSL_VERIFYPEER, 1)
         set(CURLOPT_SSL_VERIFYHOST, 2)
+        if let caFile = o.caFile { set(CURLOPT_CAINFO, caFile) }
         set(CURLOPT_TCP_KEEPALIVE, 1)
         _ = swarmgate_curl_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
 

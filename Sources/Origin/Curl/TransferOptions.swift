@@ -12,6 +12,7 @@ struct TransferOptions: Sendable {
     var httpVersion: OriginClient.Configuration.HTTPVersion
     var userAgent: String
     var policy: AddressPolicy
+    var caFile: String?
 
     init(_ request: OriginRequest, url: CurlURL, method: OriginRequest.Method, configuration c: OriginClient.Configuration) {
         self.url = url
@@ -26,5 +27,6 @@ struct TransferOptions: Sendable {
         self.httpVersion = c.httpVersion
         self.userAgent = c.userAgent
         self.policy = c.addressPolicy
+        self.caFile = c.caFile
     }
 }
