@@ -22,6 +22,8 @@ public struct GatewayConfiguration: Sendable {
     public var originIdleTimeout: Duration = .seconds(10)
     /// The piece cache's hard bound, in bytes.
     public var cacheSize: Int64 = 10 << 30
+    /// Verified pieces kept in memory, in bytes (0: every read comes from disk, verified).
+    public var memoryCacheSize = 128 << 20
     /// Bytes per piece of new objects.
     public var pieceSize = 256 << 10
     /// Prepare jobs that run at once.
@@ -72,6 +74,7 @@ public struct GatewayConfiguration: Sendable {
             demo: try s.toggle("demo"))
         if let size = try s.size("max-object-size") { maxObjectSize = size }
         if let size = try s.size("cache-size") { cacheSize = size }
+        if let size = try s.size("memory-cache-size") { memoryCacheSize = Int(size) }
         if let size = try s.size("piece-size") {
             guard (16 << 10)...(16 << 20) ~= size else { throw SettingsError("piece-size must be between 16KiB and 16MiB") }
             pieceSize = Int(size)

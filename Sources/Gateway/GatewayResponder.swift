@@ -17,9 +17,12 @@ public final class GatewayResponder: HTTPResponder {
     let origin: any OriginFetching
     /// The piece store, the checksum registry and the prepare jobs.
     public let node: SwarmNode
+    /// Verified pieces in memory (`--memory-cache-size`).
+    let hotPieces: HotPieces
     public let stats: TrafficStats
     public let uploads: UploadSwitch
     let variables: StreamVariables
+    let queuedPlaylists = RecentlyQueued(interval: .seconds(60))
     /// The public URL, fixed once the server is bound (see `GatewayConfiguration.publicURLIsDefault`).
     let publicURL: Mutex<String>
     let logger: Logger
@@ -34,6 +37,7 @@ public final class GatewayResponder: HTTPResponder {
         self.configuration = configuration
         self.origin = origin
         self.node = node
+        self.hotPieces = HotPieces(capacity: configuration.memoryCacheSize)
         self.stats = stats
         self.uploads = UploadSwitch()
         self.variables = StreamVariables()
@@ -255,7 +259,7 @@ public final class GatewayResponder: HTTPResponder {
                 let result = try HLSRewriter(playlistURL: effective, options: options).rewrite(body)
                 if result.kind == .master, !result.variables.isEmpty { variables.set(proxy.xresid.value, result.variables) }
                 if result.kind == .media && Self.isVOD(body) {
-                    prepareAhead(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query)
+                    prepareAhead(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query, playlist: effective)
                 }
                 output = result.output
                 contentType = "application/vnd.apple.mpegurl"
@@ -292,7 +296,9 @@ public final class GatewayResponder: HTTPResponder {
 
     /// Queues a VOD playlist's segments, init sections and parts for preparation in playback
     /// order, in the background, so that they are usually ready when the player asks.
-    func prepareAhead(_ references: [HLSReference], xresid: XResID, playlistQuery: String?) {
+    func prepareAhead(_ references: [HLSReference], xresid: XResID, playlistQuery: String?, playlist: OriginURL) {
+        // A VOD playlist's list does not change: queue it once a minute at most, not per request.
+        guard queuedPlaylists.claim(xresid.value + " " + playlist.authority + playlist.path) else { return }
         let inherit = configuration.inheritQuery
         let objects = references.filter { [.segment, .map, .part].contains($0.role) }.map { ref in
             let url = inherit.applied(to: ref.origin, parentQuery: playlistQuery)
@@ -400,6 +406,25 @@ final class StreamVariables: Sendable {
         byStream.withLock { s in
             if s.count > 10_000 { s.removeAll() }  // bounded: a cache, not a registry
             s[xresid] = v
+        }
+    }
+}
+
+/// Names claimed at most once per interval (a bounded memo, not a registry).
+final class RecentlyQueued: Sendable {
+    let interval: Duration
+    private let claimed = Mutex<[String: ContinuousClock.Instant]>([:])
+
+    init(interval: Duration) { self.interval = interval }
+
+    /// True when `name` was not claimed within the interval (and claims it now).
+    func claim(_ name: String) -> Bool {
+        let now = ContinuousClock.now
+        return claimed.withLock { c in
+            if let last = c[name], now - last < interval { return false }
+            if c.count > 10_000 { c.removeAll() }
+            c[name] = now
+            return true
         }
     }
 }

@@ -102,10 +102,12 @@ extension GatewayResponder {
     }
 
     /// Buffers handed to the HTTP writer from a piece: slices of it, no copies.
-    static let pieceWriteChunk = 64 << 10
+    static let pieceWriteChunk = 256 << 10
 
-    /// One verified piece and where it came from: the store, else the origin.
+    /// One verified piece and where it came from: memory, the store, else the origin.
     func piece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, xresid: String) async throws -> (ByteBuffer, TrafficStats.Source) {
+        let digest = checksums.digests[index]
+        if let hot = hotPieces.get(key, index, digest: digest) { return (hot, .cache) }
         let size = checksums.layout.size(of: index)
         var buffer = ByteBufferAllocator().buffer(capacity: size)
         var hit = false
@@ -114,8 +116,12 @@ extension GatewayResponder {
             hit = true
             return n
         }
-        if hit { return (buffer, .cache) }
-        let bytes = try await node.fill(key, index, checksums: checksums, url: url)
-        return (ByteBuffer(bytes: bytes), .cdn)
+        if hit {
+            hotPieces.put(key, index, digest: digest, buffer)
+            return (buffer, .cache)
+        }
+        let filled = ByteBuffer(bytes: try await node.fill(key, index, checksums: checksums, url: url))
+        hotPieces.put(key, index, digest: digest, filled)
+        return (filled, .cdn)
     }
 }

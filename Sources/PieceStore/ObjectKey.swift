@@ -5,16 +5,19 @@ public struct ObjectKey: Hashable, Sendable, CustomStringConvertible {
     /// The origin host, with `:port` when the URL had one.
     public let host: String
     public let path: String
+    /// A fixed-length name for files and rows: hex SHA-256 of the three parts. Never a path
+    /// taken from the client.
+    public let id: String
 
     public init(xresid: String, host: String, path: String) {
         self.xresid = xresid
         self.host = host
         self.path = path
+        id = SHA256.hex(of: xresid + "\n" + host + "\n" + path)
     }
 
-    /// A fixed-length name for files and rows: hex SHA-256 of the three parts. Never a path
-    /// taken from the client.
-    public var id: String { SHA256.hex(of: xresid + "\n" + host + "\n" + path) }
+    public static func == (a: ObjectKey, b: ObjectKey) -> Bool { a.id == b.id }
+    public func hash(into hasher: inout Hasher) { hasher.combine(id) }
 
     public var description: String { "\(xresid) \(host)\(path)" }
 }

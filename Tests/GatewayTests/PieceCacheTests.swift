@@ -83,7 +83,8 @@ final class PieceCacheTests {
 
     @Test func aByteFlippedOnDiskIsNeverServedAndThePieceIsFetchedAgain() async throws {
         let cache = Live.cacheFolder()
-        let (g, port) = try gateway(cache: cache)
+        // No memory tier: every read comes from disk and is verified there.
+        let (g, port) = try gateway(cache: cache, ["--memory-cache-size", "0"])
         defer { g.stop() }
         let path = "/obj/flip.ts?size=200000"
         let url = proxied(port, path)

@@ -44,6 +44,7 @@ public enum SettingDefinitions {
         .init("public-url", help: "The base URL rewritten playlists point at and peers use (default http:// + the listen address)."),
         .init("cache-dir", default: "swarmgate-cache", help: "Folder of the piece cache."),
         .init("cache-size", default: "10GiB", help: "Hard bound of the piece cache."),
+        .init("memory-cache-size", default: "128MiB", help: "Verified pieces kept in memory as well (0: read every piece from disk)."),
         .init("piece-size", default: "256KiB", help: "Bytes per piece of newly prepared objects."),
         .init("prepare-jobs", default: "3", help: "Prepare jobs (fetch and hash an object) that run at once."),
         .init("tracker", help: "ws://HOST:PORT/swarm/v1/ws of the tracker; without it, an embedded tracker."),

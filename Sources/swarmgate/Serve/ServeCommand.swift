@@ -14,6 +14,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("public-url"), help: "Base URL that rewritten manifests point at.") var publicURL: String?
     @Option(name: .customLong("cache-dir"), help: "Folder of the piece cache.") var cacheDir: String?
     @Option(name: .customLong("cache-size"), help: "Hard bound of the piece cache, e.g. 10GiB.") var cacheSize: String?
+    @Option(name: .customLong("memory-cache-size"), help: "Verified pieces kept in memory as well, e.g. 128MiB (0: none).") var memoryCacheSize: String?
     @Option(name: .customLong("piece-size"), help: "Bytes per piece of newly prepared objects (default 256KiB).") var pieceSize: String?
     @Option(name: .customLong("prepare-jobs"), help: "Prepare jobs that run at once (default 3).") var prepareJobs: String?
     @Option(help: "ws://HOST:PORT/swarm/v1/ws of the tracker (default: embedded).") var tracker: String?
@@ -34,6 +35,7 @@ struct ServeCommand: AsyncParsableCommand {
         f["public-url"] = publicURL
         f["cache-dir"] = cacheDir
         f["cache-size"] = cacheSize
+        f["memory-cache-size"] = memoryCacheSize
         f["piece-size"] = pieceSize
         f["prepare-jobs"] = prepareJobs
         f["tracker"] = tracker
