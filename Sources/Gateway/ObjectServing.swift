@@ -77,32 +77,51 @@ extension GatewayResponder {
             body: ResponseBody(contentLength: Int(count)) { writer in
                 var offset = start
                 var next: (ByteBuffer, TrafficStats.Source)? = firstPiece
+                // Pieces already in memory go out together, one write and one flush; a piece
+                // that must come from disk or the origin sends what was gathered first.
+                var batch: [ByteBuffer] = []
+                var batched = 0
+                func flush() async throws {
+                    guard !batch.isEmpty else { return }
+                    try await writer.write(contentsOf: batch)
+                    self.stats.add(batched, from: .cache, xresid: xresid)
+                    batch.removeAll(keepingCapacity: true)
+                    batched = 0
+                }
                 while offset < end {
                     let index = layout.index(at: offset)
-                    var (buffer, source) = try await {
-                        if let n = next {
-                            next = nil
-                            return n
-                        }
-                        return try await self.piece(key, index, checksums: checksums, url: url, xresid: xresid)
-                    }()
+                    var buffer: ByteBuffer
+                    var source = TrafficStats.Source.cache
+                    if let n = next {
+                        (buffer, source) = n
+                        next = nil
+                    } else if let hot = self.hotPieces.get(key, index, digest: checksums.digests[index]) {
+                        buffer = hot
+                    } else {
+                        try await flush()
+                        (buffer, source) = try await self.piece(key, index, checksums: checksums, url: url, xresid: xresid)
+                    }
                     let skip = Int(offset - layout.offset(of: index))
-                    buffer.moveReaderIndex(forwardBy: skip)
-                    let take = Int(min(Int64(buffer.readableBytes), end - offset))
-                    var part = buffer.getSlice(at: buffer.readerIndex, length: take)!
-                    while part.readableBytes > 0 {
-                        let chunk = part.readSlice(length: min(part.readableBytes, Self.pieceWriteChunk))!
-                        try await writer.write(chunk)
-                        self.stats.add(chunk.readableBytes, from: source, xresid: xresid)
+                    let take = Int(min(Int64(buffer.readableBytes - skip), end - offset))
+                    let part = buffer.getSlice(at: buffer.readerIndex + skip, length: take)!
+                    if source == .cache {
+                        if batched >= Self.batchBytes { try await flush() }
+                        batch.append(part)
+                        batched += take
+                    } else {
+                        try await flush()
+                        try await writer.write(part)
+                        self.stats.add(take, from: source, xresid: xresid)
                     }
                     offset += Int64(take)
                 }
+                try await flush()
                 try await writer.finish(nil)
             })
     }
 
-    /// Buffers handed to the HTTP writer from a piece: slices of it, no copies.
-    static let pieceWriteChunk = 256 << 10
+    /// The most bytes of memory-held pieces gathered into one write (slices, never copies).
+    static let batchBytes = 4 << 20
 
     /// One verified piece and where it came from: memory, the store, else the origin.
     func piece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, xresid: String) async throws -> (ByteBuffer, TrafficStats.Source) {

@@ -68,7 +68,8 @@ final class GatewayEndToEndTests {
         let media = try await HTTP.get(variant)
         #expect(media.status == 200)
         let segment = try #require(media.text.split(separator: "\n").first { $0.hasPrefix("http") }.map(String.init))
-        let bytes = try await HTTP.get(segment)
+        // The media playlist queued its segments for preparation: 302 until this one is ready.
+        let bytes = try await Live.whenReady(segment)
         #expect(bytes.status == 200)
         #expect(bytes.body == (try Data(contentsOf: samples.appendingPathComponent("hls-ts/low-000.ts"))))
     }
