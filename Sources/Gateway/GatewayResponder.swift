@@ -255,11 +255,15 @@ public final class GatewayResponder: HTTPResponder {
                 options.inheritQuery = configuration.inheritQuery
                 options.keyURIs = configuration.keyURIs
                 options.importedVariables = variables.get(proxy.xresid.value)
-                options.collectReferences = true
+                // A VOD playlist's objects are queued for preparation: once a minute at most,
+                // since its list does not change (collecting references costs time).
+                let readAhead = Self.isVOD(body)
+                    && queuedPlaylists.claim(proxy.xresid.value + " " + effective.authority + effective.path)
+                options.collectReferences = readAhead
                 let result = try HLSRewriter(playlistURL: effective, options: options).rewrite(body)
                 if result.kind == .master, !result.variables.isEmpty { variables.set(proxy.xresid.value, result.variables) }
-                if result.kind == .media && Self.isVOD(body) {
-                    prepareAhead(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query, playlist: effective)
+                if readAhead && result.kind == .media {
+                    prepareAhead(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query)
                 }
                 output = result.output
                 contentType = "application/vnd.apple.mpegurl"
@@ -296,9 +300,7 @@ public final class GatewayResponder: HTTPResponder {
 
     /// Queues a VOD playlist's segments, init sections and parts for preparation in playback
     /// order, in the background, so that they are usually ready when the player asks.
-    func prepareAhead(_ references: [HLSReference], xresid: XResID, playlistQuery: String?, playlist: OriginURL) {
-        // A VOD playlist's list does not change: queue it once a minute at most, not per request.
-        guard queuedPlaylists.claim(xresid.value + " " + playlist.authority + playlist.path) else { return }
+    func prepareAhead(_ references: [HLSReference], xresid: XResID, playlistQuery: String?) {
         let inherit = configuration.inheritQuery
         let objects = references.filter { [.segment, .map, .part].contains($0.role) }.map { ref in
             let url = inherit.applied(to: ref.origin, parentQuery: playlistQuery)
