@@ -105,6 +105,7 @@ let package = Package(
         .testTarget(name: "ManifestTests", dependencies: ["Manifest"], swiftSettings: strictSwift),
         .testTarget(name: "OriginTests", dependencies: ["Origin"], swiftSettings: strictSwift),
         .testTarget(name: "PieceStoreTests", dependencies: ["PieceStore"], swiftSettings: strictSwift),
+        .testTarget(name: "SwarmTests", dependencies: ["Swarm", "PieceStore"], swiftSettings: strictSwift),
         .testTarget(name: "CLITests", dependencies: ["swarmgate"], swiftSettings: strictSwift),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "swarmgate"], swiftSettings: strictSwift),
         // DASH rewriting; depends on the executable too so that `swarmgate rewrite` is built for its CLI test.

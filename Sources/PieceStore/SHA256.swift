@@ -82,3 +82,37 @@ func hex(_ bytes: some Sequence<UInt8>) -> String {
     }
     return String(decoding: out, as: UTF8.self)
 }
+
+/// HMAC-SHA256 (RFC 2104) through libcrypto: what signs swarm logins and piece tokens.
+public enum HMACSHA256 {
+    /// The 32-byte authentication code of `message` under `key`.
+    public static func code(key: [UInt8], message: [UInt8]) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 32)
+        var size: UInt32 = 0
+        key.withUnsafeBytes { k in
+            message.withUnsafeBytes { m in
+                out.withUnsafeMutableBufferPointer { o in
+                    let done = HMAC(EVP_sha256(), k.baseAddress, Int32(k.count), m.baseAddress?.assumingMemoryBound(to: UInt8.self), m.count, o.baseAddress, &size)
+                    precondition(done != nil && size == 32, "HMAC(SHA-256) failed")
+                }
+            }
+        }
+        return out
+    }
+
+    /// Lowercase hex of `code(key:message:)` for UTF-8 strings.
+    public static func hex(key: String, message: String) -> String {
+        hexString(code(key: Array(key.utf8), message: Array(message.utf8)))
+    }
+
+    /// Compares two byte strings in time that depends only on their lengths.
+    public static func constantTimeEqual(_ a: some Collection<UInt8>, _ b: some Collection<UInt8>) -> Bool {
+        guard a.count == b.count else { return false }
+        var diff: UInt8 = 0
+        for (x, y) in zip(a, b) { diff |= x ^ y }
+        return diff == 0
+    }
+}
+
+/// Lowercase hex of bytes.
+public func hexString(_ bytes: some Sequence<UInt8>) -> String { hex(bytes) }

@@ -223,6 +223,27 @@ final class PieceCacheTests {
         #expect((stats["if_range"] as? [String])?.isEmpty == true)
     }
 
+    @Test func atMostTheConfiguredNumberOfJobsRunAtOnce() async throws {
+        let (g, port) = try gateway(["--prepare-jobs", "2"])
+        defer { g.stop() }
+        let gateway = "http://127.0.0.1:\(port)"
+        for i in 0..<5 {
+            let posted = try await HTTP.post("\(gateway)/prepare", json: "{\"url\":\"\(originBase)/obj/cap-\(i).ts?size=300000&throttle=400000\"}")
+            #expect(posted.status == 202)
+        }
+        var most = 0
+        var done = 0
+        let deadline = ContinuousClock.now + .seconds(30)
+        while done < 5 && ContinuousClock.now < deadline {
+            let states = try await jobs(port).compactMap { $0["state"] as? String }
+            most = max(most, states.filter { $0 == "running" }.count)
+            done = states.filter { $0 == "done" }.count
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(done == 5)
+        #expect(most == 2, "running at once: \(most)")
+    }
+
     @Test func aRedirectingOriginKeepsTheObjectsKey() async throws {
         let (g, port) = try gateway()
         defer { g.stop() }

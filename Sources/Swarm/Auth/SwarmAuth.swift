@@ -1,0 +1,114 @@
+import Foundation
+import PieceStore
+import Synchronization
+
+/// A node's login to the tracker (SPEC section 3): app id, peer id, a timestamp and a nonce,
+/// signed with HMAC-SHA256 under the app secret that nodes and tracker share.
+public struct LoginProof: Sendable, Hashable {
+    public let appID: String
+    public let peerID: String
+    /// Seconds since 1970.
+    public let timestamp: Int64
+    /// Random hex, never reused within the replay window.
+    public let nonce: String
+    /// Lowercase hex HMAC-SHA256 of `message`.
+    public let signature: String
+
+    public init(appID: String, peerID: String, timestamp: Int64, nonce: String, signature: String) {
+        self.appID = appID
+        self.peerID = peerID
+        self.timestamp = timestamp
+        self.nonce = nonce
+        self.signature = signature
+    }
+
+    /// Signs a new login for `peerID` at `now` with a fresh nonce.
+    public static func sign(appID: String, peerID: String, secret: String, now: Date = Date()) -> LoginProof {
+        let nonce = hexString((0..<16).map { _ in UInt8.random(in: 0...255) })
+        let ts = Int64(now.timeIntervalSince1970)
+        return LoginProof(
+            appID: appID, peerID: peerID, timestamp: ts, nonce: nonce,
+            signature: HMACSHA256.hex(key: secret, message: message(appID, peerID, ts, nonce)))
+    }
+
+    /// What is signed: the four fields, newline-separated (none may hold a newline).
+    static func message(_ appID: String, _ peerID: String, _ ts: Int64, _ nonce: String) -> String {
+        "\(appID)\n\(peerID)\n\(ts)\n\(nonce)"
+    }
+
+    /// Whether the signature is right for `secret` (compared in constant time).
+    public func isSigned(with secret: String) -> Bool {
+        guard ![appID, peerID, nonce].contains(where: { $0.contains("\n") || $0.isEmpty }) else { return false }
+        let expected = HMACSHA256.hex(key: secret, message: Self.message(appID, peerID, timestamp, nonce))
+        return HMACSHA256.constantTimeEqual(Array(expected.utf8), Array(signature.utf8))
+    }
+}
+
+/// Why a login was refused.
+public enum LoginRefusal: String, Error, Sendable {
+    case unknownApp = "unknown app id"
+    case badSignature = "bad signature"
+    case stale = "timestamp outside the replay window"
+    case replayed = "nonce already used"
+}
+
+/// Accepts logins: right app, right signature, a timestamp within `window` of now, and a nonce
+/// not seen within the window (a captured login cannot be played back).
+public final class LoginVerifier: Sendable {
+    public let appID: String
+    private let secret: String
+    public let window: TimeInterval
+    private let seen = Mutex<[String: Date]>([:])
+
+    public init(appID: String, secret: String, window: TimeInterval = 60) {
+        self.appID = appID
+        self.secret = secret
+        self.window = window
+    }
+
+    public func verify(_ proof: LoginProof, now: Date = Date()) throws(LoginRefusal) {
+        guard proof.appID == appID else { throw .unknownApp }
+        guard proof.isSigned(with: secret) else { throw .badSignature }
+        guard abs(now.timeIntervalSince1970 - Double(proof.timestamp)) <= window else { throw .stale }
+        let fresh = seen.withLock { seen -> Bool in
+            // Nonces older than the window can go: their timestamps are refused anyway.
+            if seen.count > 1024 { seen = seen.filter { now.timeIntervalSince($0.value) <= 2 * window } }
+            guard seen[proof.nonce] == nil else { return false }
+            seen[proof.nonce] = now
+            return true
+        }
+        guard fresh else { throw .replayed }
+    }
+}
+
+/// A short-lived permission, issued by the tracker, for `requester` to fetch pieces of one
+/// object from `holder`: `EXPIRY.HEXMAC`, the MAC over (requester, holder, object, expiry)
+/// under the app secret, so the holder checks it without asking the tracker.
+public struct PieceToken: Sendable, Hashable {
+    public let requester: String
+    public let holder: String
+    public let objectID: String
+    public let expiry: Int64
+
+    public init(requester: String, holder: String, objectID: String, expiry: Int64) {
+        self.requester = requester
+        self.holder = holder
+        self.objectID = objectID
+        self.expiry = expiry
+    }
+
+    func mac(_ secret: String) -> String {
+        HMACSHA256.hex(key: secret, message: "piece\n\(requester)\n\(holder)\n\(objectID)\n\(expiry)")
+    }
+
+    /// The token as sent in a piece request.
+    public func encoded(secret: String) -> String { "\(expiry).\(mac(secret))" }
+
+    /// Whether `encoded` is this permission under `secret`, unexpired at `now`.
+    public func isValid(_ encoded: String, secret: String, now: Date = Date()) -> Bool {
+        guard let dot = encoded.firstIndex(of: "."), let expiry = Int64(encoded[..<dot]), expiry == self.expiry,
+            Double(expiry) >= now.timeIntervalSince1970
+        else { return false }
+        return HMACSHA256.constantTimeEqual(Array(encoded[encoded.index(after: dot)...].utf8), Array(mac(secret).utf8))
+    }
+}
