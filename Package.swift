@@ -25,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
     ],
     targets: [
         // C libraries, each behind one module map and a header of typed shims.
@@ -69,6 +70,7 @@ let package = Package(
             dependencies: [
                 "PieceStore", "Origin",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -83,6 +85,8 @@ let package = Package(
                 "PieceStore",
                 "Swarm",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -107,7 +111,13 @@ let package = Package(
         .testTarget(name: "PieceStoreTests", dependencies: ["PieceStore"], swiftSettings: strictSwift),
         .testTarget(name: "SwarmTests", dependencies: ["Swarm", "PieceStore"], swiftSettings: strictSwift),
         .testTarget(name: "CLITests", dependencies: ["swarmgate"], swiftSettings: strictSwift),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "swarmgate"], swiftSettings: strictSwift),
+        .testTarget(
+            name: "GatewayTests",
+            dependencies: [
+                "Gateway", "swarmgate", "Swarm", "PieceStore",
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+            ],
+            swiftSettings: strictSwift),
         // DASH rewriting; depends on the executable too so that `swarmgate rewrite` is built for its CLI test.
         .testTarget(name: "DASHTests", dependencies: ["Manifest", "swarmgate"], swiftSettings: strictSwift),
     ]

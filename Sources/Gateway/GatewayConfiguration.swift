@@ -28,6 +28,8 @@ public struct GatewayConfiguration: Sendable {
     public var pieceSize = 256 << 10
     /// Prepare jobs that run at once.
     public var prepareJobs = 3
+    /// `ws://HOST:PORT/swarm/v1/ws` of the tracker to log in to; nil: the embedded one.
+    public var tracker: String?
     /// The embedded registry's SQLite file (default: in the cache folder).
     public var registryPath: String { cacheDirectory + "/registry.sqlite" }
 
@@ -74,6 +76,10 @@ public struct GatewayConfiguration: Sendable {
             demo: try s.toggle("demo"))
         if let size = try s.size("max-object-size") { maxObjectSize = size }
         if let size = try s.size("cache-size") { cacheSize = size }
+        if let t = s["tracker"] {
+            guard t.hasPrefix("ws://") || t.hasPrefix("wss://") else { throw SettingsError("tracker must be a ws:// or wss:// URL, not '\(t)'") }
+            tracker = t
+        }
         if let size = try s.size("memory-cache-size") { memoryCacheSize = Int(size) }
         if let size = try s.size("piece-size") {
             guard (16 << 10)...(16 << 20) ~= size else { throw SettingsError("piece-size must be between 16KiB and 16MiB") }

@@ -9,10 +9,14 @@ import Swarm
 /// (stop accepting, finish in-flight responses, exit).
 public struct GatewayServer: Sendable {
     public let configuration: GatewayConfiguration
+    /// The app id and secret of the swarm: the embedded tracker's, or for logging in to
+    /// `configuration.tracker`.
+    public let credentials: SwarmCredentials
     let logger: Logger
 
-    public init(configuration: GatewayConfiguration, logger: Logger) {
+    public init(configuration: GatewayConfiguration, credentials: SwarmCredentials, logger: Logger) {
         self.configuration = configuration
+        self.credentials = credentials
         self.logger = logger
     }
 
@@ -44,10 +48,25 @@ public struct GatewayServer: Sendable {
             onBadPiece: { stats.countPieceFailure() })
         services.append(node.prepareQueue)
         let responder = GatewayResponder(configuration: c, origin: origin, node: node, stats: stats, logger: logger)
+        // Without --tracker the node is its own tracker; with it, it logs in there.
+        var embedded: SwarmTracker?
+        if let trackerURL = c.tracker {
+            let link = TrackerLink(
+                configuration: .init(
+                    url: trackerURL, appID: credentials.appID, secret: credentials.secret,
+                    peerID: try Self.peerID(cacheDirectory: c.cacheDirectory), publicURL: { responder.currentPublicURL }),
+                held: { node.store.heldObjects() }, logger: logger)
+            services.append(link)
+        } else {
+            let tracker = SwarmTracker(appID: credentials.appID, secret: credentials.secret, logger: logger)
+            services.append(SilentSessionSweeper(tracker: tracker))
+            embedded = tracker
+        }
         let port = c.port
         let demo = demoAuthority
         services.append(Application(
             responder: responder,
+            server: TrackerEndpoint.server(embedded),
             configuration: .init(address: .hostname(c.host, port: c.port), serverName: "swarmgate/\(GatewayResponder.version)"),
             onServerRunning: { channel in
                 let bound = channel.localAddress?.port ?? port
@@ -58,6 +77,18 @@ public struct GatewayServer: Sendable {
         let group = ServiceGroup(configuration: .init(
             services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
+    }
+
+    /// This node's peer id: made once and kept in the cache folder, so a restart is the same peer.
+    static func peerID(cacheDirectory: String) throws -> String {
+        let file = cacheDirectory + "/peer-id"
+        if let id = try? String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), !id.isEmpty {
+            return id
+        }
+        try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
+        let id = "node-" + UUID().uuidString.lowercased().prefix(13)
+        try Data(id.utf8).write(to: URL(fileURLWithPath: file), options: .atomic)
+        return id
     }
 
     /// A port on 127.0.0.1 that nothing listens on right now.

@@ -120,6 +120,11 @@ public final class PieceStore: Sendable {
 
     public var usedBytes: Int64 { state.withLock { $0.usedBytes } }
 
+    /// The ids of objects with at least one piece held (what a node announces).
+    public func heldObjects() -> [String] {
+        state.withLock { s in s.objects.filter { !$0.value.bitmap.isEmpty }.map(\.key) }
+    }
+
     /// Reads piece `index` of `key` into `buffer` (at least the piece's size) and verifies it
     /// against `checksums`. Returns the byte count, or nil when the piece is not held or did
     /// not verify (then it is dropped, so that it is fetched again).

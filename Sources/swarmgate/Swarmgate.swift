@@ -10,7 +10,7 @@ struct Swarmgate: AsyncParsableCommand {
         commandName: "swarmgate",
         abstract: "An HLS/DASH rewriting gateway with a shared piece cache and a peer swarm.",
         version: version,
-        subcommands: [ServeCommand.self, RewriteCommand.self, PrepareCommand.self, HealthCommand.self]
+        subcommands: [ServeCommand.self, TrackerCommand.self, RewriteCommand.self, PrepareCommand.self, HealthCommand.self]
     )
 
     /// Parses and runs, mapping failures onto SPEC's exit codes: usage errors exit 2 (the

@@ -50,6 +50,7 @@ public enum LoginRefusal: String, Error, Sendable {
     case badSignature = "bad signature"
     case stale = "timestamp outside the replay window"
     case replayed = "nonce already used"
+    case banned = "peer banned for bad pieces"
 }
 
 /// Accepts logins: right app, right signature, a timestamp within `window` of now, and a nonce

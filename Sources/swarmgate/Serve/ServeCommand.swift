@@ -61,12 +61,17 @@ struct ServeCommand: AsyncParsableCommand {
         }
         var logger = Logger(label: "swarmgate")
         logger.logLevel = .info
-        // Settings of parts that are not built yet: accepted (so configs and scripts can be
-        // written now) but said to do nothing, never silently ignored.
-        let pending = ["tracker", "app-id", "app-secret-file"].filter { givenFlags[$0] != nil
-            || ProcessInfo.processInfo.environment["SWARMGATE_" + $0.uppercased().replacingOccurrences(of: "-", with: "_")] != nil }
-        for name in pending {
-            logger.warning("setting has no effect yet: the peer swarm is not built", metadata: ["setting": "\(name)"])
+        let found: SwarmCredentials?
+        do {
+            found = try SwarmCredentials.from(settings, environment: ProcessInfo.processInfo.environment, required: configuration.tracker != nil)
+        } catch {
+            throw ValidationError(error.message)
+        }
+        guard let credentials = found else {
+            throw ValidationError("--tracker needs the app secret: --app-secret-file FILE or SWARMGATE_APP_SECRET")
+        }
+        if configuration.tracker != nil {
+            logger.warning("peer piece transfers are not built yet: the node logs in to the tracker and announces what it holds, and serves from its cache and the CDN")
         }
         var demoRoot: URL?
         if configuration.demo {
@@ -77,7 +82,7 @@ struct ServeCommand: AsyncParsableCommand {
             }
             demoRoot = URL(fileURLWithPath: samples)
         }
-        let server = GatewayServer(configuration: configuration, logger: logger)
+        let server = GatewayServer(configuration: configuration, credentials: credentials, logger: logger)
         try await server.run(demoRoot: demoRoot, makeOrigin: { c in
             try OriginClientAdapter(allowOrigins: c.allowOrigins, idleTimeout: c.originIdleTimeout, maxObjectSize: c.maxObjectSize)
         }) { port, demo in

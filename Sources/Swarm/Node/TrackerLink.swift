@@ -1,0 +1,184 @@
+import Foundation
+import HummingbirdWSClient
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// A node's connection to the tracker (SPEC section 3): logs in with an HMAC-signed proof,
+/// pings every heartbeat, announces what the node holds (all of it at each login, then as it
+/// changes), asks for peers, and reconnects with exponential backoff and jitter whenever the
+/// tracker goes away — while it is away the node serves from its cache and the CDN.
+public final class TrackerLink: Service, Sendable {
+    public struct Configuration: Sendable {
+        public var url: String
+        public var appID: String
+        public var secret: String
+        public var peerID: String
+        /// This node's public URL, where peers fetch pieces (asked at each login: it is known
+        /// once the server is bound).
+        public var publicURL: @Sendable () -> String
+        public var minBackoff: Duration = .milliseconds(250)
+        public var maxBackoff: Duration = .seconds(15)
+        /// How long a want waits for the tracker's answer.
+        public var wantTimeout: Duration = .seconds(2)
+
+        public init(url: String, appID: String, secret: String, peerID: String, publicURL: @escaping @Sendable () -> String) {
+            self.url = url
+            self.appID = appID
+            self.secret = secret
+            self.peerID = peerID
+            self.publicURL = publicURL
+        }
+    }
+
+    struct State {
+        var send: (@Sendable (String) async throws -> Void)?
+        var nextRID = 0
+        var wants: [Int: CheckedContinuation<[SwarmPeer], Never>] = [:]
+        var logins = 0
+    }
+
+    public let configuration: Configuration
+    /// The objects to announce at each login.
+    private let held: @Sendable () -> [String]
+    private let state = Mutex(State())
+    private let logger: Logger
+
+    public init(configuration: Configuration, held: @escaping @Sendable () -> [String], logger: Logger) {
+        self.configuration = configuration
+        self.held = held
+        self.logger = logger
+    }
+
+    /// Whether the node is logged in now.
+    public var isConnected: Bool { state.withLock { $0.send != nil } }
+    /// Successful logins so far.
+    public var logins: Int { state.withLock { $0.logins } }
+
+    public func run() async throws {
+        // Graceful shutdown cancels the session and the reconnect loop.
+        try? await cancelWhenGracefulShutdown { try await self.reconnectLoop() }
+    }
+
+    private func reconnectLoop() async throws {
+        var failures = 0
+        while !Task.isCancelled {
+            let started = ContinuousClock.now
+            let outcome = await session()
+            if Task.isCancelled { break }
+            // A session that lasted a while resets the backoff.
+            if ContinuousClock.now - started > .seconds(30) { failures = 0 }
+            failures += 1
+            let delay = Self.backoff(failures, min: configuration.minBackoff, max: configuration.maxBackoff)
+            logger.warning("tracker connection ended; reconnecting", metadata: ["reason": "\(outcome)", "in_ms": "\(delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000)"])
+            try await Task.sleep(for: delay)
+        }
+    }
+
+    /// The wait before reconnect attempt `n` (1-based): doubling from `min` up to `max`, times
+    /// a random factor in 0.5...1 so that nodes do not come back in lockstep.
+    static func backoff(_ n: Int, min: Duration, max: Duration) -> Duration {
+        let doubled = min * Double(1 << Swift.min(n - 1, 20))
+        return Swift.min(doubled, max) * Double.random(in: 0.5...1)
+    }
+
+    /// One connection, login to close. Returns why it ended.
+    private func session() async -> String {
+        let c = configuration
+        let box = Mutex<String>("closed")
+        do {
+            try await WebSocketClient.connect(url: c.url, logger: logger) { inbound, outbound, _ in
+                let send: @Sendable (String) async throws -> Void = { text in try await outbound.write(.text(text)) }
+                try await send(SwarmMessage.login(LoginProof.sign(appID: c.appID, peerID: c.peerID, secret: c.secret), url: c.publicURL()).json)
+                var messages = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
+                guard case .text(let first)? = try await messages.next(), let welcome = SwarmMessage(json: first) else { return }
+                guard welcome.type == "welcome" else {
+                    box.withLock { $0 = "refused: \(welcome.reason ?? "?")" }
+                    self.logger.error("tracker refused the login", metadata: ["reason": "\(welcome.reason ?? "?")"])
+                    return
+                }
+                self.state.withLock { s in
+                    s.send = send
+                    s.logins += 1
+                }
+                self.logger.info("logged in to the tracker", metadata: ["tracker": "\(c.url)"])
+                defer { self.disconnected() }
+                let objects = self.held()
+                if !objects.isEmpty { try await self.send(type: "have", objects: objects) }
+                let beat = Duration.seconds(max(1, welcome.heartbeat ?? 10))
+                let pinger = Task {
+                    while !Task.isCancelled {
+                        try await Task.sleep(for: beat)
+                        try await send(SwarmMessage(type: "ping").json)
+                    }
+                }
+                defer { pinger.cancel() }
+                while let message = try await messages.next() {
+                    guard case .text(let text) = message, let m = SwarmMessage(json: text) else { continue }
+                    self.received(m)
+                }
+            }
+        } catch {
+            box.withLock { $0 = "\(error)" }
+        }
+        return box.withLock { $0 }
+    }
+
+    private func received(_ m: SwarmMessage) {
+        guard m.type == "peers", let rid = m.rid else { return }
+        let waiter = state.withLock { $0.wants.removeValue(forKey: rid) }
+        waiter?.resume(returning: m.peers ?? [])
+    }
+
+    private func disconnected() {
+        let waiters = state.withLock { s -> [CheckedContinuation<[SwarmPeer], Never>] in
+            s.send = nil
+            defer { s.wants.removeAll() }
+            return Array(s.wants.values)
+        }
+        for w in waiters { w.resume(returning: []) }
+    }
+
+    private func send(type: String, objects: [String]) async throws {
+        guard let send = state.withLock({ $0.send }) else { return }
+        var m = SwarmMessage(type: type)
+        m.objects = objects
+        try await send(m.json)
+    }
+
+    /// Tells the tracker the node now holds `objects` (no-op while disconnected: the next
+    /// login announces everything held).
+    public func announce(_ objects: [String]) async { try? await send(type: "have", objects: objects) }
+
+    /// Tells the tracker the node no longer holds `objects`.
+    public func withdraw(_ objects: [String]) async { try? await send(type: "lost", objects: objects) }
+
+    /// Peers holding `object`, best first; empty when the tracker is away or slow.
+    public func want(_ object: String) async -> [SwarmPeer] {
+        guard let send = state.withLock({ $0.send }) else { return [] }
+        let rid = state.withLock { s in
+            s.nextRID += 1
+            return s.nextRID
+        }
+        var want = SwarmMessage(type: "want")
+        want.object = object
+        want.rid = rid
+        let text = want.json
+        let timeout = configuration.wantTimeout
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            let waiter = self.state.withLock { $0.wants.removeValue(forKey: rid) }
+            waiter?.resume(returning: [])
+        }
+        defer { timer.cancel() }
+        return await withCheckedContinuation { continuation in
+            state.withLock { $0.wants[rid] = continuation }
+            Task {
+                do { try await send(text) } catch {
+                    let waiter = self.state.withLock { $0.wants.removeValue(forKey: rid) }
+                    waiter?.resume(returning: [])
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+
+/// One signalling message between a node and the tracker: a JSON object in a WebSocket text
+/// frame, `type` saying which. Fields a type does not use are absent.
+///
+/// | type | from | fields |
+/// |---|---|---|
+/// | `login` | node | `appId`, `peerId`, `ts`, `nonce`, `sig` (see `LoginProof`), `url` (the node's public URL) |
+/// | `welcome` | tracker | `heartbeat` (seconds between pings) |
+/// | `refused` | tracker | `reason`; the tracker then closes the connection |
+/// | `ping` / `pong` | node / tracker | |
+/// | `have` / `lost` | node | `objects`: object ids now held / no longer held |
+/// | `want` | node | `object`, `rid` |
+/// | `peers` | tracker | `rid`, `peers`: holders best first, each with a piece token |
+/// | `report` | node | `object`, `peerId`: that peer sent a piece that failed verification |
+public struct SwarmMessage: Codable, Sendable, Equatable {
+    public var type: String
+    public var appId: String?
+    public var peerId: String?
+    public var ts: Int64?
+    public var nonce: String?
+    public var sig: String?
+    public var url: String?
+    public var heartbeat: Int?
+    public var reason: String?
+    public var objects: [String]?
+    public var object: String?
+    public var rid: Int?
+    public var peers: [SwarmPeer]?
+
+    public init(type: String) { self.type = type }
+
+    public static func login(_ proof: LoginProof, url: String) -> SwarmMessage {
+        var m = SwarmMessage(type: "login")
+        m.appId = proof.appID
+        m.peerId = proof.peerID
+        m.ts = proof.timestamp
+        m.nonce = proof.nonce
+        m.sig = proof.signature
+        m.url = url
+        return m
+    }
+
+    public var json: String {
+        // Encoding these plain fields cannot fail.
+        String(decoding: (try? JSONEncoder().encode(self)) ?? Data("{}".utf8), as: UTF8.self)
+    }
+
+    public init?(json: String) {
+        guard let m = try? JSONDecoder().decode(SwarmMessage.self, from: Data(json.utf8)) else { return nil }
+        self = m
+    }
+}
+
+/// A node that holds an object, as the tracker hands it out: where to fetch pieces and the
+/// token that lets the asking node do so.
+public struct SwarmPeer: Codable, Sendable, Hashable {
+    public var peerId: String
+    public var url: String
+    public var token: String
+}

@@ -1,0 +1,211 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// The tracker's signalling (SPEC section 3): authenticated sessions of nodes, what each holds,
+/// and answers to wants with the peers that hold an object, best first, each with a
+/// short-lived piece token. Transport-neutral: `serve(_:send:)` runs one connection from its
+/// text messages; the HTTP server feeds it WebSocket frames.
+public final class SwarmTracker: Sendable {
+    struct Session {
+        var url: String
+        var connection: UInt64
+        var lastSeen: ContinuousClock.Instant
+        var objects: Set<String> = []
+        /// Times handed out to others lately: wants spread load over holders.
+        var handouts = 0
+    }
+
+    struct State {
+        var sessions: [String: Session] = [:]
+        var offences: [String: Int] = [:]
+        var banned: Set<String> = []
+        var nextConnection: UInt64 = 0
+    }
+
+    public let heartbeat: Duration
+    /// Peers in one answer to a want.
+    public let peersPerWant: Int
+    /// Reports of bad pieces after which a peer is banned.
+    public let banAfter: Int
+    /// Messages a connection may send per second (burst twice that) before it is closed.
+    public let messagesPerSecond: Double
+    let verifier: LoginVerifier
+    let secret: String
+    private let state = Mutex(State())
+    private let logger: Logger
+
+    public init(
+        appID: String, secret: String, heartbeat: Duration = .seconds(10), peersPerWant: Int = 5, banAfter: Int = 3,
+        messagesPerSecond: Double = 50, logger: Logger
+    ) {
+        self.verifier = LoginVerifier(appID: appID, secret: secret)
+        self.secret = secret
+        self.heartbeat = heartbeat
+        self.peersPerWant = peersPerWant
+        self.banAfter = banAfter
+        self.messagesPerSecond = messagesPerSecond
+        self.logger = logger
+    }
+
+    /// Peer ids logged in now.
+    public var peerIDs: [String] { state.withLock { Array($0.sessions.keys).sorted() } }
+
+    /// Runs one connection: the first message must be a valid login (within a heartbeat), then
+    /// messages are answered until the connection ends, goes silent for three heartbeats, or
+    /// floods. Returns why it ended.
+    public func serve(_ messages: some AsyncSequence<String, any Error>, send: @escaping @Sendable (String) async throws -> Void) async -> String {
+        let connection = state.withLock { s in
+            s.nextConnection += 1
+            return s.nextConnection
+        }
+        var iterator = messages.makeAsyncIterator()
+        guard let first = try? await iterator.next(), let login = SwarmMessage(json: first), login.type == "login" else {
+            try? await send(Self.refused("the first message must be a login"))
+            return "no login"
+        }
+        let peer: String
+        switch admit(login, connection: connection) {
+        case .failure(let why):
+            logger.warning("login refused", metadata: ["peer": "\(login.peerId ?? "?")", "reason": "\(why.rawValue)"])
+            try? await send(Self.refused(why.rawValue))
+            return why.rawValue
+        case .success(let id):
+            peer = id
+        }
+        defer { leave(peer, connection: connection) }
+        var welcome = SwarmMessage(type: "welcome")
+        welcome.heartbeat = Int(heartbeat.components.seconds)
+        do { try await send(welcome.json) } catch { return "closed" }
+        logger.info("node logged in", metadata: ["peer": "\(peer)"])
+        var bucket = TokenBucket(rate: messagesPerSecond, burst: 2 * messagesPerSecond)
+        while true {
+            let text: String?
+            do { text = try await iterator.next() } catch { return "closed" }
+            guard let text else { return "closed" }
+            guard bucket.take() else {
+                try? await send(Self.refused("too many messages"))
+                return "rate limit"
+            }
+            guard let message = SwarmMessage(json: text) else { continue }
+            if let answer = handle(message, from: peer) {
+                do { try await send(answer.json) } catch { return "closed" }
+            }
+        }
+    }
+
+    static func refused(_ reason: String) -> String {
+        var m = SwarmMessage(type: "refused")
+        m.reason = reason
+        return m.json
+    }
+
+    private func admit(_ m: SwarmMessage, connection: UInt64) -> Result<String, LoginRefusal> {
+        guard let appID = m.appId, let peer = m.peerId, let ts = m.ts, let nonce = m.nonce, let sig = m.sig, let url = m.url else {
+            return .failure(.badSignature)
+        }
+        do {
+            try verifier.verify(LoginProof(appID: appID, peerID: peer, timestamp: ts, nonce: nonce, signature: sig))
+        } catch {
+            return .failure(error)
+        }
+        if state.withLock({ $0.banned.contains(peer) }) { return .failure(.banned) }
+        state.withLock { s in
+            // A node that logs in again replaces its old session.
+            s.sessions[peer] = Session(url: url, connection: connection, lastSeen: .now)
+        }
+        return .success(peer)
+    }
+
+    private func leave(_ peer: String, connection: UInt64) {
+        state.withLock { s in
+            if s.sessions[peer]?.connection == connection { s.sessions[peer] = nil }
+        }
+    }
+
+    /// Answers one message of a logged-in peer (nil: no answer).
+    func handle(_ m: SwarmMessage, from peer: String) -> SwarmMessage? {
+        state.withLock { s in s.sessions[peer]?.lastSeen = .now }
+        switch m.type {
+        case "ping":
+            return SwarmMessage(type: "pong")
+        case "have":
+            state.withLock { s in s.sessions[peer]?.objects.formUnion(m.objects ?? []) }
+            return nil
+        case "lost":
+            state.withLock { s in s.sessions[peer]?.objects.subtract(m.objects ?? []) }
+            return nil
+        case "want":
+            var answer = SwarmMessage(type: "peers")
+            answer.rid = m.rid
+            answer.object = m.object
+            answer.peers = m.object.map { peers(holding: $0, for: peer) } ?? []
+            return answer
+        case "report":
+            if let bad = m.peerId, let object = m.object { report(bad, object: object, by: peer) }
+            return nil
+        default:
+            return nil
+        }
+    }
+
+    /// Up to `peersPerWant` holders of `object` other than `requester`, least handed out first.
+    func peers(holding object: String, for requester: String) -> [SwarmPeer] {
+        let expiry = Int64(Date().timeIntervalSince1970) + 60
+        let chosen = state.withLock { s -> [(String, String)] in
+            let holders = s.sessions.filter { $0.key != requester && !s.banned.contains($0.key) && $0.value.objects.contains(object) }
+                .sorted { ($0.value.handouts, $0.key) < ($1.value.handouts, $1.key) }
+                .prefix(peersPerWant)
+            for (id, _) in holders { s.sessions[id]?.handouts += 1 }
+            return holders.map { ($0.key, $0.value.url) }
+        }
+        return chosen.map { id, url in
+            SwarmPeer(peerId: id, url: url, token: PieceToken(requester: requester, holder: id, objectID: object, expiry: expiry).encoded(secret: secret))
+        }
+    }
+
+    /// A peer sent a bad piece: it no longer counts as holding the object, and after
+    /// `banAfter` reports it is banned (dropped now, refused at login).
+    func report(_ bad: String, object: String, by reporter: String) {
+        let banned = state.withLock { s -> Bool in
+            s.sessions[bad]?.objects.remove(object)
+            s.offences[bad, default: 0] += 1
+            guard s.offences[bad]! >= banAfter else { return false }
+            s.banned.insert(bad)
+            s.sessions[bad] = nil
+            return true
+        }
+        logger.warning("bad piece reported", metadata: ["peer": "\(bad)", "object": "\(object)", "by": "\(reporter)", "banned": "\(banned)"])
+    }
+
+    /// Ends sessions silent for three heartbeats (their connections end on their next message).
+    public func expireSilent(now: ContinuousClock.Instant = .now) {
+        state.withLock { s in
+            s.sessions = s.sessions.filter { now - $0.value.lastSeen <= heartbeat * 3 }
+        }
+    }
+}
+
+/// Messages per second with a burst: what one connection may send.
+struct TokenBucket {
+    let rate: Double
+    let burst: Double
+    var tokens: Double
+    var last = ContinuousClock.now
+
+    init(rate: Double, burst: Double) {
+        self.rate = rate
+        self.burst = burst
+        tokens = burst
+    }
+
+    mutating func take() -> Bool {
+        let now = ContinuousClock.now
+        let elapsed = now - last
+        last = now
+        tokens = min(burst, tokens + rate * (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
+        guard tokens >= 1 else { return false }
+        tokens -= 1
+        return true
+    }
+}

@@ -1,0 +1,154 @@
+import Foundation
+@testable import Gateway
+import HummingbirdWSClient
+import Logging
+import PieceStore
+import Swarm
+import Synchronization
+import Testing
+
+/// The tracker (`swarmgate tracker`) and nodes logging in to it, as real processes; the
+/// tracker's side is also driven over a real WebSocket by the test, as a node would.
+@Suite("Swarm signalling", .serialized)
+final class SwarmSignallingTests {
+    let secretFile: String
+    static let secret = "test-secret-42"
+
+    init() throws {
+        secretFile = FileManager.default.temporaryDirectory.appendingPathComponent("secret-\(UUID().uuidString)").path
+        try Data((Self.secret + "\n").utf8).write(to: URL(fileURLWithPath: secretFile))
+    }
+
+    func tracker(port: Int = 0) throws -> (LiveProcess, Int) {
+        let p = try LiveProcess(Live.binary, ["tracker", "--listen", "127.0.0.1:\(port)", "--app-secret-file", secretFile])
+        let bound = try p.waitForStderr(#/listening on 127\.0\.0\.1:(\d+)/#)
+        return (p, Int(bound)!)
+    }
+
+    func peers(_ port: Int) async throws -> [String] {
+        let r = try await HTTP.get("http://127.0.0.1:\(port)/peers")
+        return (try JSONSerialization.jsonObject(with: r.body) as? [String: Any])?["peers"] as? [String] ?? []
+    }
+
+    @Test func aWantIsAnsweredWithTheHoldersAndTokensForThem() async throws {
+        let (t, port) = try tracker()
+        defer { t.stop() }
+        let url = "ws://127.0.0.1:\(port)/swarm/v1/ws"
+        let holder = LoginProof.sign(appID: "swarmgate", peerID: "holder", secret: Self.secret)
+        var have = SwarmMessage(type: "have")
+        have.objects = ["object-1"]
+        // The holder stays connected while the other node asks.
+        let staying = Task { try await WSExchange.run(url, send: [.login(holder, url: "http://10.1.1.1:8080"), have], replies: 1, hold: .seconds(3)) }
+        try await Task.sleep(for: .milliseconds(500))
+        var want = SwarmMessage(type: "want")
+        want.object = "object-1"
+        want.rid = 7
+        var ping = SwarmMessage(type: "ping")
+        ping.rid = 1
+        let asker = LoginProof.sign(appID: "swarmgate", peerID: "asker", secret: Self.secret)
+        let replies = try await WSExchange.run(url, send: [.login(asker, url: "http://10.1.1.2:8080"), want, ping], replies: 3)
+        #expect(replies.map(\.type) == ["welcome", "peers", "pong"])
+        let answer = try #require(replies.first { $0.type == "peers" })
+        #expect(answer.rid == 7)
+        let peer = try #require(answer.peers?.first)
+        #expect(answer.peers?.count == 1, "only the holder, never the asker itself")
+        #expect(peer.peerId == "holder" && peer.url == "http://10.1.1.1:8080")
+        let expiry = Int64(peer.token.split(separator: ".")[0])!
+        #expect(PieceToken(requester: "asker", holder: "holder", objectID: "object-1", expiry: expiry).isValid(peer.token, secret: Self.secret))
+        #expect(!PieceToken(requester: "someone", holder: "holder", objectID: "object-1", expiry: expiry).isValid(peer.token, secret: Self.secret))
+        #expect(try await staying.value.first?.type == "welcome")
+    }
+
+    @Test func wrongSecretsForgedAndReplayedLoginsAreRefused() async throws {
+        let (t, port) = try tracker()
+        defer { t.stop() }
+        let url = "ws://127.0.0.1:\(port)/swarm/v1/ws"
+        let wrong = try await WSExchange.run(url, send: [.login(LoginProof.sign(appID: "swarmgate", peerID: "n", secret: "guess"), url: "http://x")], replies: 1)
+        #expect(wrong.first?.type == "refused" && wrong.first?.reason == "bad signature")
+        let good = LoginProof.sign(appID: "swarmgate", peerID: "n", secret: Self.secret)
+        let forged = LoginProof(appID: "swarmgate", peerID: "other", timestamp: good.timestamp, nonce: good.nonce, signature: good.signature)
+        #expect(try await WSExchange.run(url, send: [.login(forged, url: "http://x")], replies: 1).first?.reason == "bad signature")
+        #expect(try await WSExchange.run(url, send: [.login(good, url: "http://x")], replies: 1).first?.type == "welcome")
+        let replay = try await WSExchange.run(url, send: [.login(good, url: "http://x")], replies: 1)
+        #expect(replay.first?.type == "refused" && replay.first?.reason == "nonce already used")
+        var notLogin = SwarmMessage(type: "want")
+        notLogin.object = "x"
+        #expect(try await WSExchange.run(url, send: [notLogin], replies: 1).first?.type == "refused")
+        #expect(try await peers(port).isEmpty)
+    }
+
+    @Test func aNodeLogsInKeepsServingWithoutTheTrackerAndComesBack() async throws {
+        let trackerPort = try GatewayServer.freeLoopbackPort()
+        var (t, _) = try tracker(port: trackerPort)
+        let (origin, originPort) = try Live.objectOrigin()
+        defer { origin.stop() }
+        let (g, gport) = try Live.gateway([
+            "--allow-origin", "127.0.0.1:\(originPort)", "--tracker", "ws://127.0.0.1:\(trackerPort)/swarm/v1/ws",
+            "--app-secret-file", secretFile, "--piece-size", "64KiB",
+        ])
+        defer { g.stop() }
+        _ = try g.waitForStderr(#/(logged in) to the tracker/#)
+        let node = try #require(try await peers(trackerPort).first)
+        // An object the node holds.
+        let path = "/obj/held.ts?size=100000"
+        let url = "http://127.0.0.1:\(gport)/hls.vod.p2p.com/127.0.0.1:\(originPort)\(path)"
+        _ = try await Live.whenReady(url)
+
+        t.stop(signal: SIGKILL)
+        try await Task.sleep(for: .milliseconds(500))
+        let served = try await HTTP.get(url)
+        #expect(served.status == 200, "the node serves from its cache while the tracker is away")
+        #expect(served.body == (try await HTTP.get("http://127.0.0.1:\(originPort)\(path)")).body)
+
+        (t, _) = try tracker(port: trackerPort)
+        defer { t.stop() }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while g.stderr.components(separatedBy: "logged in to the tracker").count - 1 < 2 {
+            guard ContinuousClock.now < deadline else { throw TestFailure("no second login: \(g.stderr)") }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(g.stderr.contains("reconnecting"))
+        #expect(try await peers(trackerPort) == [node])
+        // At login the node announced what it holds: the tracker hands it out.
+        let object = ObjectKey(xresid: XResIDs.derived("127.0.0.1:\(originPort)", "/obj/held.ts"), host: "127.0.0.1:\(originPort)", path: "/obj/held.ts").id
+        var want = SwarmMessage(type: "want")
+        want.object = object
+        want.rid = 1
+        let asker = LoginProof.sign(appID: "swarmgate", peerID: "asker", secret: Self.secret)
+        let replies = try await WSExchange.run("ws://127.0.0.1:\(trackerPort)/swarm/v1/ws", send: [.login(asker, url: "http://x"), want], replies: 2)
+        #expect(replies.last?.peers?.map(\.peerId) == [node])
+        #expect(replies.last?.peers?.first?.url == "http://127.0.0.1:\(gport)")
+    }
+
+    @Test func aNodeWithoutTrackerEmbedsOneThatOthersLogInTo() async throws {
+        let (a, aport) = try Live.gateway(["--app-secret-file", secretFile])
+        defer { a.stop() }
+        let (b, _) = try Live.gateway(["--tracker", "ws://127.0.0.1:\(aport)/swarm/v1/ws", "--app-secret-file", secretFile])
+        defer { b.stop() }
+        _ = try b.waitForStderr(#/(logged in) to the tracker/#)
+        // SIGTERM: the embedded tracker closes its sessions instead of waiting on them.
+        kill(a.process.processIdentifier, SIGTERM)
+        #expect(a.waitForExit(timeout: .seconds(5)) == 0)
+        _ = try b.waitForStderr(#/(reconnecting)/#)
+        kill(b.process.processIdentifier, SIGTERM)
+        #expect(b.waitForExit(timeout: .seconds(5)) == 0, "a node stops its tracker link on SIGTERM")
+    }
+}
+
+/// One WebSocket conversation with a tracker: sends `send` in order, collects `replies` text
+/// messages (or fewer, if the tracker closes), then holds the connection for `hold`.
+enum WSExchange {
+    static func run(_ url: String, send: [SwarmMessage], replies: Int, hold: Duration = .zero) async throws -> [SwarmMessage] {
+        let got = Mutex<[SwarmMessage]>([])
+        try await WebSocketClient.connect(url: url, logger: Logger(label: "test")) { inbound, outbound, _ in
+            for m in send { try await outbound.write(.text(m.json)) }
+            var messages = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
+            while got.withLock({ $0.count }) < replies, let message = try await messages.next() {
+                if case .text(let text) = message, let m = SwarmMessage(json: text) { got.withLock { $0.append(m) } }
+            }
+            try await Task.sleep(for: hold)
+            try await outbound.close(.normalClosure, reason: nil)
+        }
+        return got.withLock { $0 }
+    }
+}
