@@ -17,6 +17,8 @@ public final class GatewayResponder: HTTPResponder {
     let origin: any OriginFetching
     /// The piece store, the checksum registry and the prepare jobs.
     public let node: SwarmNode
+    /// This node's peer id and the app secret, for piece tokens.
+    let identity: SwarmIdentity
     /// Verified pieces in memory (`--memory-cache-size`).
     let hotPieces: HotPieces
     public let stats: TrafficStats
@@ -33,7 +35,11 @@ public final class GatewayResponder: HTTPResponder {
     /// SPEC section 1: a request line longer than this is answered 414.
     static let maxRequestTarget = 8 << 10
 
-    public init(configuration: GatewayConfiguration, origin: any OriginFetching, node: SwarmNode, stats: TrafficStats = TrafficStats(), logger: Logger) {
+    public init(
+        configuration: GatewayConfiguration, origin: any OriginFetching, node: SwarmNode, identity: SwarmIdentity,
+        stats: TrafficStats = TrafficStats(), logger: Logger
+    ) {
+        self.identity = identity
         self.configuration = configuration
         self.origin = origin
         self.node = node
@@ -78,6 +84,7 @@ public final class GatewayResponder: HTTPResponder {
             case "/metrics": route = "/metrics"; response = metrics()
             case "/stat": route = "/stat"; response = stat(query: request.uri.queryParameters.get("xresid"))
             case "/xdfs.p2p.com/feature": route = "/xdfs.p2p.com/feature"; response = feature(request)
+            case _ where path.hasPrefix("/peer/v1/"): route = "/peer/v1/*"; response = try await peerPiece(request, path: path)
             default:
                 let proxy = try decode(target)
                 route = "/" + proxy.virtualHost.rawValue + "/*"

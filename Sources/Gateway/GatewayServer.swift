@@ -47,14 +47,17 @@ public struct GatewayServer: Sendable {
             maxPrepareJobs: c.prepareJobs, maxObjectSize: c.maxObjectSize, origin: origin.client, logger: logger,
             onBadPiece: { stats.countPieceFailure() })
         services.append(node.prepareQueue)
-        let responder = GatewayResponder(configuration: c, origin: origin, node: node, stats: stats, logger: logger)
+        let peerID = try Self.peerID(cacheDirectory: c.cacheDirectory)
+        let responder = GatewayResponder(
+            configuration: c, origin: origin, node: node, identity: SwarmIdentity(peerID: peerID, secret: credentials.secret),
+            stats: stats, logger: logger)
         // Without --tracker the node is its own tracker; with it, it logs in there.
         var embedded: SwarmTracker?
         if let trackerURL = c.tracker {
             let link = TrackerLink(
                 configuration: .init(
                     url: trackerURL, appID: credentials.appID, secret: credentials.secret,
-                    peerID: try Self.peerID(cacheDirectory: c.cacheDirectory), publicURL: { responder.currentPublicURL }),
+                    peerID: peerID, publicURL: { responder.currentPublicURL }),
                 held: { node.store.heldObjects() }, logger: logger)
             services.append(link)
         } else {

@@ -113,6 +113,11 @@ public final class PieceStore: Sendable {
         state.withLock { $0.objects[key.id] }
     }
 
+    /// What the store holds of the object with this id (`ObjectKey.id`), if anything.
+    public func info(id: String) -> ObjectInfo? {
+        state.withLock { $0.objects[id] }
+    }
+
     /// Whether piece `index` of `key` is held (verified when written).
     public func has(_ key: ObjectKey, piece index: Int) -> Bool {
         state.withLock { $0.objects[key.id]?.bitmap[index] ?? false }

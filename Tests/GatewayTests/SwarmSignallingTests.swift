@@ -120,6 +120,43 @@ final class SwarmSignallingTests {
         #expect(replies.last?.peers?.first?.url == "http://127.0.0.1:\(gport)")
     }
 
+    @Test func aNodeServesVerifiedPiecesToPeersOnlyWithAValidTokenAndWhileUploadIsOn() async throws {
+        let (origin, originPort) = try Live.objectOrigin()
+        defer { origin.stop() }
+        let cache = Live.cacheFolder()
+        let (g, port) = try Live.gateway(
+            ["--allow-origin", "127.0.0.1:\(originPort)", "--app-secret-file", secretFile, "--piece-size", "64KiB"], cache: cache)
+        defer { g.stop() }
+        let path = "/obj/shared.ts?size=200000"
+        _ = try await Live.whenReady("http://127.0.0.1:\(port)/hls.vod.p2p.com/127.0.0.1:\(originPort)\(path)")
+        let want = try await HTTP.get("http://127.0.0.1:\(originPort)\(path)", headers: ["Range": "bytes=65536-131071"])
+        let holder = try String(contentsOfFile: cache + "/peer-id", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let object = ObjectKey(xresid: XResIDs.derived("127.0.0.1:\(originPort)", "/obj/shared.ts"), host: "127.0.0.1:\(originPort)", path: "/obj/shared.ts").id
+        let expiry = Int64(Date().timeIntervalSince1970) + 60
+        let token = PieceToken(requester: "tester", holder: holder, objectID: object, expiry: expiry).encoded(secret: Self.secret)
+        func piece(_ index: Int, from: String = "tester", token: String = token, object: String = object) async throws -> HTTPResult {
+            let t = token.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            return try await HTTP.get("http://127.0.0.1:\(port)/peer/v1/\(object)/\(index)?from=\(from)&token=\(t)")
+        }
+        let ok = try await piece(1)
+        #expect(ok.status == 200)
+        #expect(ok.body == want.body)
+        #expect(try await piece(1, from: "someone-else").status == 403, "a token is for one requester")
+        let forged = PieceToken(requester: "tester", holder: holder, objectID: object, expiry: expiry).encoded(secret: "guess")
+        #expect(try await piece(1, token: forged).status == 403)
+        let expired = PieceToken(requester: "tester", holder: holder, objectID: object, expiry: expiry - 120).encoded(secret: Self.secret)
+        #expect(try await piece(1, token: expired).status == 403)
+        #expect(try await piece(99).status == 404)
+        let other = PieceToken(requester: "tester", holder: holder, objectID: String(repeating: "0", count: 64), expiry: expiry).encoded(secret: Self.secret)
+        #expect(try await piece(0, token: other, object: String(repeating: "0", count: 64)).status == 404)
+        _ = try await HTTP.get("http://127.0.0.1:\(port)/xdfs.p2p.com/feature?upload=0")
+        #expect(try await piece(1).status == 403, "upload=0 stops serving pieces at once")
+        _ = try await HTTP.get("http://127.0.0.1:\(port)/xdfs.p2p.com/feature?upload=1")
+        #expect(try await piece(2).status == 200)
+        let stat = try await HTTP.get("http://127.0.0.1:\(port)/stat")
+        #expect(stat.text.contains("\"uploadBytes\":131072"), "\(stat.text)")
+    }
+
     @Test func aNodeWithoutTrackerEmbedsOneThatOthersLogInTo() async throws {
         let (a, aport) = try Live.gateway(["--app-secret-file", secretFile])
         defer { a.stop() }

@@ -27,6 +27,7 @@ public final class TrafficStats: Sendable {
     public let registry: PrometheusCollectorRegistry
     private let bytes: [Source: Counter]
     private let pieceFailures: Counter
+    private let uploaded: Counter
 
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
         self.registry = registry
@@ -37,6 +38,8 @@ public final class TrafficStats: Sendable {
                 labels: [("source", s.rawValue)])
         }
         self.bytes = bytes
+        uploaded = registry.makeCounter(
+            descriptor: Self.descriptor("upload_bytes", unit: "total", "Bytes of pieces sent to other nodes."))
         pieceFailures = registry.makeCounter(
             descriptor: Self.descriptor("piece_failures", unit: "total", "Pieces that failed verification."))
     }
@@ -54,6 +57,16 @@ public final class TrafficStats: Sendable {
             }
             bump(&s.total)
             bump(&s.streams[xresid, default: Totals()])
+        }
+    }
+
+    /// Bytes of pieces sent to other nodes.
+    public func addUpload(_ count: Int, xresid: String) {
+        guard count > 0 else { return }
+        uploaded.increment(by: Int64(count))
+        state.withLock { s in
+            s.total.uploadBytes += Int64(count)
+            s.streams[xresid, default: Totals()].uploadBytes += Int64(count)
         }
     }
 

@@ -1,0 +1,54 @@
+import Hummingbird
+import PieceStore
+import Swarm
+
+/// `GET /peer/v1/OBJECT/PIECE?from=PEER&token=TOKEN`: one verified piece for another node
+/// (SPEC section 3). The token is the tracker's `PieceToken` for (PEER → this node, OBJECT),
+/// checked here with the app secret; `feature?upload=0` refuses every request at once.
+extension GatewayResponder {
+    func peerPiece(_ request: Request, path: Substring) async throws(GatewayFailure) -> Response {
+        guard uploads.isOn else { throw GatewayFailure(.forbidden, "uploads are off on this node") }
+        let parts = path.dropFirst("/peer/v1/".count).split(separator: "/")
+        guard parts.count == 2, let index = Int(parts[1]), index >= 0 else { throw GatewayFailure(.badRequest, "expected /peer/v1/OBJECT/PIECE") }
+        let objectID = String(parts[0])
+        let query = request.uri.queryParameters
+        guard let from = query.get("from"), let token = query.get("token"), let dot = token.firstIndex(of: "."),
+            let expiry = Int64(token[..<dot]),
+            PieceToken(requester: from, holder: identity.peerID, objectID: objectID, expiry: expiry).isValid(token, secret: identity.secret)
+        else { throw GatewayFailure(.forbidden, "no valid piece token") }
+        guard let info = node.store.info(id: objectID), let checksums = node.registry.checksums(info.key), index < checksums.layout.count
+        else { throw GatewayFailure(.notFound, "piece not held") }
+        let digest = checksums.digests[index]
+        var buffer: ByteBuffer
+        if let hot = hotPieces.get(info.key, index, digest: digest) {
+            buffer = hot
+        } else {
+            let size = checksums.layout.size(of: index)
+            buffer = ByteBufferAllocator().buffer(capacity: size)
+            var held = false
+            buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: size) { raw in
+                guard let n = node.store.readPiece(info.key, index, checksums: checksums, into: raw) else { return 0 }
+                held = true
+                return n
+            }
+            guard held else { throw GatewayFailure(.notFound, "piece not held") }
+            hotPieces.put(info.key, index, digest: digest, buffer)
+        }
+        stats.addUpload(buffer.readableBytes, xresid: info.key.xresid)
+        return Response(
+            status: .ok, headers: [.contentType: "application/octet-stream", .contentLength: String(buffer.readableBytes)],
+            body: .init(byteBuffer: buffer))
+    }
+}
+
+/// Who this node is in the swarm: its peer id and the app secret that piece tokens are
+/// checked with.
+public struct SwarmIdentity: Sendable {
+    public var peerID: String
+    public var secret: String
+
+    public init(peerID: String, secret: String) {
+        self.peerID = peerID
+        self.secret = secret
+    }
+}
