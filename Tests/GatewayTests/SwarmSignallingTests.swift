@@ -37,9 +37,15 @@ final class SwarmSignallingTests {
         let holder = LoginProof.sign(appID: "swarmgate", peerID: "holder", secret: Self.secret)
         var have = SwarmMessage(type: "have")
         have.objects = ["object-1"]
-        // The holder stays connected while the other node asks.
-        let staying = Task { try await WSExchange.run(url, send: [.login(holder, url: "http://10.1.1.1:8080"), have], replies: 1, hold: .seconds(3)) }
-        try await Task.sleep(for: .milliseconds(500))
+        // The holder stays connected while the other node asks; its pong comes after the
+        // tracker has taken its `have` (one connection's messages are handled in order).
+        let (ready, signal) = AsyncStream.makeStream(of: Void.self)
+        let staying = Task {
+            try await WSExchange.run(
+                url, send: [.login(holder, url: "http://10.1.1.1:8080"), have, SwarmMessage(type: "ping")], replies: 2,
+                hold: .seconds(3), onReplies: { signal.yield() })
+        }
+        for await _ in ready { break }
         var want = SwarmMessage(type: "want")
         want.object = "object-1"
         want.rid = 7
@@ -114,10 +120,16 @@ final class SwarmSignallingTests {
         var want = SwarmMessage(type: "want")
         want.object = object
         want.rid = 1
-        let asker = LoginProof.sign(appID: "swarmgate", peerID: "asker", secret: Self.secret)
-        let replies = try await WSExchange.run("ws://127.0.0.1:\(trackerPort)/swarm/v1/ws", send: [.login(asker, url: "http://x"), want], replies: 2)
-        #expect(replies.last?.peers?.map(\.peerId) == [node])
-        #expect(replies.last?.peers?.first?.url == "http://127.0.0.1:\(gport)")
+        // The node sends its `have` right after its login: ask until the tracker has it.
+        var holders: [SwarmPeer] = []
+        for _ in 0..<50 where holders.isEmpty {
+            let asker = LoginProof.sign(appID: "swarmgate", peerID: "asker", secret: Self.secret)
+            let replies = try await WSExchange.run("ws://127.0.0.1:\(trackerPort)/swarm/v1/ws", send: [.login(asker, url: "http://x"), want], replies: 2)
+            holders = replies.last?.peers ?? []
+            if holders.isEmpty { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(holders.map(\.peerId) == [node])
+        #expect(holders.first?.url == "http://127.0.0.1:\(gport)")
     }
 
     @Test func aNodeServesVerifiedPiecesToPeersOnlyWithAValidTokenAndWhileUploadIsOn() async throws {
@@ -175,7 +187,9 @@ final class SwarmSignallingTests {
 /// One WebSocket conversation with a tracker: sends `send` in order, collects `replies` text
 /// messages (or fewer, if the tracker closes), then holds the connection for `hold`.
 enum WSExchange {
-    static func run(_ url: String, send: [SwarmMessage], replies: Int, hold: Duration = .zero) async throws -> [SwarmMessage] {
+    static func run(
+        _ url: String, send: [SwarmMessage], replies: Int, hold: Duration = .zero, onReplies: @escaping @Sendable () -> Void = {}
+    ) async throws -> [SwarmMessage] {
         let got = Mutex<[SwarmMessage]>([])
         try await WebSocketClient.connect(url: url, logger: Logger(label: "test")) { inbound, outbound, _ in
             for m in send { try await outbound.write(.text(m.json)) }
@@ -183,6 +197,7 @@ enum WSExchange {
             while got.withLock({ $0.count }) < replies, let message = try await messages.next() {
                 if case .text(let text) = message, let m = SwarmMessage(json: text) { got.withLock { $0.append(m) } }
             }
+            onReplies()
             try await Task.sleep(for: hold)
             try await outbound.close(.normalClosure, reason: nil)
         }
