@@ -21,6 +21,8 @@ public final class PrepareQueue: Service, Sendable {
 
     public let maxRunning: Int
     public let pieceSize: Int
+    /// Finished jobs kept for `/jobs`; older ones are dropped (the registry keeps what they made).
+    public let keepDone: Int
     let registry: ChecksumRegistry
     let storage: any RegistryStorage
     let preparer: Preparer
@@ -29,7 +31,11 @@ public final class PrepareQueue: Service, Sendable {
     private let wakes: AsyncStream<Void>
     private let logger: Logger
 
-    init(registry: ChecksumRegistry, storage: any RegistryStorage, preparer: Preparer, pieceSize: Int, maxRunning: Int, logger: Logger) throws(RegistryError) {
+    init(
+        registry: ChecksumRegistry, storage: any RegistryStorage, preparer: Preparer, pieceSize: Int, maxRunning: Int,
+        keepDone: Int = 1000, logger: Logger
+    ) throws(RegistryError) {
+        self.keepDone = keepDone
         self.registry = registry
         self.storage = storage
         self.preparer = preparer
@@ -44,6 +50,21 @@ public final class PrepareQueue: Service, Sendable {
         }
         state = Mutex(s)
         (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        pruneDone()
+    }
+
+    /// Drops the oldest done jobs past `keepDone`, in memory and in storage.
+    private func pruneDone() {
+        let dropped = state.withLock { s -> [String] in
+            let done = s.jobs.values.filter { $0.state == .done }
+            guard done.count > keepDone else { return [] }
+            let old = done.sorted { $0.sequence < $1.sequence }.prefix(done.count - keepDone).map(\.id)
+            for id in old { s.jobs[id] = nil }
+            return old
+        }
+        do { try storage.deleteJobs(dropped) } catch {
+            logger.error("cannot drop finished prepare jobs", metadata: ["error": "\(error)"])
+        }
     }
 
     // MARK: requests
@@ -75,6 +96,12 @@ public final class PrepareQueue: Service, Sendable {
                     s.jobs[job.id] = job
                     return (job, true)
                 }
+            }
+            if registry.checksums(key) != nil {
+                // Ready, and its job already dropped from the list: nothing to do.
+                var done = PrepareJob(key: key, url: url, pieceSize: pieceSize, sequence: 0)
+                done.state = .done
+                return (done, false)
             }
             s.sequence += 1
             var job = PrepareJob(key: key, url: url, pieceSize: pieceSize, sequence: s.sequence)
@@ -243,6 +270,7 @@ public final class PrepareQueue: Service, Sendable {
             return current
         }
         if let finished {
+            defer { if finished.state == .done { pruneDone() } }
             switch outcome {
             case .success(let o):
                 registry.markReady(job.key, checksums: o.checksums, etag: o.etag, lastModified: o.lastModified, contentType: o.contentType)

@@ -6,6 +6,7 @@ public protocol RegistryStorage: Sendable {
     func save(_ entry: RegistryEntry) throws(RegistryError)
     func loadJobs() throws(RegistryError) -> [PrepareJob]
     func save(_ job: PrepareJob) throws(RegistryError)
+    func deleteJobs(_ ids: [String]) throws(RegistryError)
     /// Succeeds when the storage answers (for `/ready`).
     func ping() throws(RegistryError)
 }

@@ -117,6 +117,17 @@ public final class SQLiteRegistryStorage: RegistryStorage {
         }
     }
 
+    public func deleteJobs(_ ids: [String]) throws(RegistryError) {
+        guard !ids.isEmpty else { return }
+        do {
+            try database.write { db in
+                for id in ids { try db.execute(sql: "DELETE FROM prepare_jobs WHERE id = ?", arguments: [id]) }
+            }
+        } catch {
+            throw RegistryError("cannot delete prepare jobs: \(error)")
+        }
+    }
+
     public func ping() throws(RegistryError) {
         do {
             _ = try database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM registry_objects") }

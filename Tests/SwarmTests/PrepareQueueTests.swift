@@ -1,0 +1,45 @@
+import Foundation
+import Logging
+import Origin
+import PieceStore
+@testable import Swarm
+import Testing
+
+/// The prepare queue over a real SQLite registry file: what it keeps of finished jobs.
+@Suite("Prepare queue")
+struct PrepareQueueTests {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pq-\(UUID().uuidString)").path
+    let logger = Logger(label: "test")
+
+    func key(_ i: Int) -> ObjectKey { ObjectKey(xresid: "s", host: "cdn.example.com", path: "/seg-\(i).ts") }
+
+    func queue(_ storage: SQLiteRegistryStorage, registry: ChecksumRegistry, keepDone: Int) throws -> PrepareQueue {
+        let store = try PieceStore(directory: folder + "/cache", capacity: 1 << 20, logger: logger)
+        let preparer = Preparer(origin: OriginClient(), store: store, maxObjectSize: 1 << 20, logger: logger)
+        return try PrepareQueue(registry: registry, storage: storage, preparer: preparer, pieceSize: 1024, maxRunning: 1, keepDone: keepDone, logger: logger)
+    }
+
+    @Test func finishedJobsBeyondTheLimitAreDroppedAndTheirObjectsStayReady() throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let storage = try SQLiteRegistryStorage(path: folder + "/registry.sqlite")
+        let registry = try ChecksumRegistry(storage: storage, logger: logger)
+        let layout = PieceLayout(length: 10, pieceSize: 1024)
+        let checksums = PieceChecksums(layout: layout, digests: [SHA256.hash(Array(repeating: 1, count: 10))])!
+        for i in 0..<30 {
+            var job = PrepareJob(key: key(i), url: "http://cdn.example.com/seg-\(i).ts", pieceSize: 1024, sequence: Int64(i + 1))
+            job.state = .done
+            try storage.save(job)
+            registry.markReady(key(i), checksums: checksums, etag: nil, lastModified: nil, contentType: nil)
+        }
+        let q = try queue(storage, registry: registry, keepDone: 10)
+        let kept = q.jobs()
+        #expect(kept.count == 10)
+        #expect(kept.map(\.sequence) == Array(21...30), "the newest are kept")
+        #expect(try storage.loadJobs().count == 10, "and only they stay on disk")
+        // A dropped job's object is still ready: asking again queues nothing.
+        let again = q.enqueue(key(0), url: "http://cdn.example.com/seg-0.ts", urgent: false)
+        #expect(again.state == .done)
+        #expect(q.jobs().count == 10)
+        #expect(registry.checksums(key(0)) == checksums)
+    }
+}
