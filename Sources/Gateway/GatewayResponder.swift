@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import Manifest
+import PieceStore
 import Swarm
 import Synchronization
 
@@ -233,7 +234,8 @@ public final class GatewayResponder: HTTPResponder {
         return try streamMedia(remaining, proxy: proxy, clientRange: clientRange, head: first, method: request.method)
     }
 
-    func rewriteManifest(_ answer: OriginAnswer, proxy: ProxyURL, head: [UInt8]) async throws(GatewayFailure) -> Response {
+    /// A manifest's whole body (after `head`, the bytes already read), up to the size cap.
+    func collectManifest(_ answer: OriginAnswer, head: [UInt8] = []) async throws(GatewayFailure) -> [UInt8] {
         var body = head
         do {
             for try await chunk in answer.body {
@@ -247,6 +249,23 @@ public final class GatewayResponder: HTTPResponder {
         } catch {
             throw GatewayFailure(.badGateway, "origin failed mid-body: \(error)")
         }
+        return body
+    }
+
+    /// How this gateway rewrites an HLS playlist of `proxy`'s stream.
+    func hlsOptions(_ proxy: ProxyURL, collectReferences: Bool) -> HLSRewriter.Options {
+        var options = HLSRewriter.Options()
+        options.gateway = currentPublicURL
+        options.xresid = proxy.xresid
+        options.inheritQuery = configuration.inheritQuery
+        options.keyURIs = configuration.keyURIs
+        options.importedVariables = variables.get(proxy.xresid.value)
+        options.collectReferences = collectReferences
+        return options
+    }
+
+    func rewriteManifest(_ answer: OriginAnswer, proxy: ProxyURL, head: [UInt8]) async throws(GatewayFailure) -> Response {
+        let body = try await collectManifest(answer, head: head)
         stats.add(body.count, from: .cdn, xresid: proxy.xresid.value)
         let effective: OriginURL
         do { effective = try OriginURL(answer.effectiveURL) } catch { effective = proxy.origin }
@@ -256,17 +275,11 @@ public final class GatewayResponder: HTTPResponder {
         do {
             switch format {
             case .hls:
-                var options = HLSRewriter.Options()
-                options.gateway = currentPublicURL
-                options.xresid = proxy.xresid
-                options.inheritQuery = configuration.inheritQuery
-                options.keyURIs = configuration.keyURIs
-                options.importedVariables = variables.get(proxy.xresid.value)
                 // A VOD playlist's objects are queued for preparation: once a minute at most,
                 // since its list does not change (collecting references costs time).
                 let readAhead = Self.isVOD(body)
                     && queuedPlaylists.claim(proxy.xresid.value + " " + effective.authority + effective.path)
-                options.collectReferences = readAhead
+                let options = hlsOptions(proxy, collectReferences: readAhead)
                 let result = try HLSRewriter(playlistURL: effective, options: options).rewrite(body)
                 if result.kind == .master, !result.variables.isEmpty { variables.set(proxy.xresid.value, result.variables) }
                 if readAhead && result.kind == .media {
@@ -290,36 +303,30 @@ public final class GatewayResponder: HTTPResponder {
 
     /// Whether a media playlist is VOD (its segment list is final).
     static func isVOD(_ body: [UInt8]) -> Bool {
-        func contains(_ needle: String) -> Bool {
-            let n = Array(needle.utf8)
-            guard body.count >= n.count else { return false }
-            return body.withUnsafeBufferPointer { b in
-                var i = 0
-                while i <= b.count - n.count {
-                    if b[i] == n[0] && b[i..<(i + n.count)].elementsEqual(n) { return true }
-                    i += 1
-                }
-                return false
-            }
-        }
-        return contains("#EXT-X-ENDLIST") || contains("#EXT-X-PLAYLIST-TYPE:VOD")
+        body.firstRange(of: Array("#EXT-X-ENDLIST".utf8)) != nil || body.firstRange(of: Array("#EXT-X-PLAYLIST-TYPE:VOD".utf8)) != nil
     }
 
-    /// Queues a VOD playlist's segments, init sections and parts for preparation in playback
-    /// order, in the background, so that they are usually ready when the player asks.
-    func prepareAhead(_ references: [HLSReference], xresid: XResID, playlistQuery: String?) {
-        let inherit = configuration.inheritQuery
-        let objects = references.filter { [.segment, .map, .part].contains($0.role) }.map { ref in
-            let url = inherit.applied(to: ref.origin, parentQuery: playlistQuery)
-            return (Self.objectKey(ProxyURL(virtualHost: .hls, origin: url, xresid: xresid)), url.string)
+    /// The media objects (segments, init sections, parts) a playlist lists, in playback order,
+    /// each once: its key and the origin URL a player fetches (inherited query included).
+    func mediaObjects(_ references: [HLSReference], xresid: XResID, playlistQuery: String?) -> [(key: ObjectKey, url: String)] {
+        var seen = Set<String>()
+        var objects: [(key: ObjectKey, url: String)] = []
+        for ref in references where [.segment, .map, .part].contains(ref.role) {
+            let url = configuration.inheritQuery.applied(to: ref.origin, parentQuery: playlistQuery)
+            let key = Self.objectKey(ProxyURL(virtualHost: .hls, origin: url, xresid: xresid))
+            if seen.insert(key.id).inserted { objects.append((key, url.string)) }
         }
+        return objects
+    }
+
+    /// Queues a VOD playlist's objects for preparation in playback order, in the background,
+    /// so that they are usually ready when the player asks.
+    func prepareAhead(_ references: [HLSReference], xresid: XResID, playlistQuery: String?) {
+        let objects = mediaObjects(references, xresid: xresid, playlistQuery: playlistQuery)
         guard !objects.isEmpty else { return }
         let queue = node.prepareQueue
         Task.detached(priority: .utility) {
-            var seen = Set<String>()
-            for (key, url) in objects where seen.insert(key.id).inserted {
-                queue.enqueue(key, url: url, urgent: false)
-            }
+            for (key, url) in objects { queue.enqueue(key, url: url, urgent: false) }
         }
     }
 

@@ -77,20 +77,9 @@ extension GatewayResponder {
         let answer: OriginAnswer
         do { answer = try await origin.fetch(OriginFetch(url: proxy.origin.string)) } catch { throw error.failure }
         guard answer.status == 200 else { throw GatewayFailure(.badGateway, "origin answered \(answer.status) for the playlist") }
-        var body: [UInt8] = []
-        do {
-            for try await chunk in answer.body {
-                body += chunk
-                if body.count > configuration.maxManifestSize { throw GatewayFailure(.badGateway, "playlist too large") }
-            }
-        } catch let f as GatewayFailure { throw f } catch { throw GatewayFailure(.badGateway, "origin failed mid-body: \(error)") }
+        let body = try await collectManifest(answer)
         let effective = (try? OriginURL(answer.effectiveURL)) ?? proxy.origin
-        var options = HLSRewriter.Options()
-        options.gateway = currentPublicURL
-        options.xresid = proxy.xresid
-        options.inheritQuery = configuration.inheritQuery
-        options.importedVariables = variables.get(proxy.xresid.value)
-        options.collectReferences = true
+        let options = hlsOptions(proxy, collectReferences: true)
         let result: HLSRewrite
         do { result = try HLSRewriter(playlistURL: effective, options: options).rewrite(body) } catch {
             throw GatewayFailure(.badGateway, "the playlist cannot be read: \(error)")
@@ -107,16 +96,9 @@ extension GatewayResponder {
             }
             return total
         }
-        var count = 0
-        var seen = Set<String>()
-        for ref in result.references where [.segment, .map, .part].contains(ref.role) {
-            let url = configuration.inheritQuery.applied(to: ref.origin, parentQuery: proxy.origin.query)
-            let key = Self.objectKey(ProxyURL(virtualHost: .hls, origin: url, xresid: proxy.xresid))
-            guard seen.insert(key.id).inserted else { continue }
-            node.prepareQueue.enqueue(key, url: url.string, urgent: false)
-            count += 1
-        }
-        return count
+        let objects = mediaObjects(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query)
+        for (key, url) in objects { node.prepareQueue.enqueue(key, url: url, urgent: false) }
+        return objects.count
     }
 
     /// A proxy URL for `url`: this gateway's proxy URL as it stands, or an origin URL under

@@ -67,7 +67,7 @@ extension GatewayResponder {
         // an error status rather than an aborted 200.
         let firstPiece: (ByteBuffer, TrafficStats.Source)
         do {
-            firstPiece = try await piece(key, layout.index(at: first), checksums: checksums, url: url, xresid: xresid)
+            firstPiece = try await piece(key, layout.index(at: first), checksums: checksums, url: url)
         } catch {
             throw GatewayFailure(.badGateway, "cannot fill piece \(layout.index(at: first)) of the object: \(error)")
         }
@@ -77,8 +77,8 @@ extension GatewayResponder {
             body: ResponseBody(contentLength: Int(count)) { writer in
                 var offset = start
                 var next: (ByteBuffer, TrafficStats.Source)? = firstPiece
-                // Pieces already in memory go out together, one write and one flush; a piece
-                // that must come from disk or the origin sends what was gathered first.
+                // Pieces this node holds go out together, one write and one flush; a piece that
+                // must come from the origin sends what was gathered first.
                 var batch: [ByteBuffer] = []
                 var batched = 0
                 func flush() async throws {
@@ -95,11 +95,11 @@ extension GatewayResponder {
                     if let n = next {
                         (buffer, source) = n
                         next = nil
-                    } else if let hot = self.hotPieces.get(key, index, digest: checksums.digests[index]) {
-                        buffer = hot
+                    } else if let held = self.heldPiece(key, index, checksums: checksums) {
+                        buffer = held
                     } else {
                         try await flush()
-                        (buffer, source) = try await self.piece(key, index, checksums: checksums, url: url, xresid: xresid)
+                        (buffer, source) = try await self.piece(key, index, checksums: checksums, url: url)
                     }
                     let skip = Int(offset - layout.offset(of: index))
                     let take = Int(min(Int64(buffer.readableBytes - skip), end - offset))
@@ -120,27 +120,32 @@ extension GatewayResponder {
             })
     }
 
-    /// The most bytes of memory-held pieces gathered into one write (slices, never copies).
+    /// The most bytes of held pieces gathered into one write (slices, never copies).
     static let batchBytes = 4 << 20
 
-    /// One verified piece and where it came from: memory, the store, else the origin.
-    func piece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, xresid: String) async throws -> (ByteBuffer, TrafficStats.Source) {
+    /// Piece `index` of `key` if this node holds it, verified: from memory, else read from the
+    /// store (SHA-256-checked) and kept in memory. Never goes to the origin.
+    func heldPiece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums) -> ByteBuffer? {
         let digest = checksums.digests[index]
-        if let hot = hotPieces.get(key, index, digest: digest) { return (hot, .cache) }
+        if let hot = hotPieces.get(key, index, digest: digest) { return hot }
         let size = checksums.layout.size(of: index)
         var buffer = ByteBufferAllocator().buffer(capacity: size)
-        var hit = false
+        var held = false
         buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: size) { raw in
             guard let n = node.store.readPiece(key, index, checksums: checksums, into: raw) else { return 0 }
-            hit = true
+            held = true
             return n
         }
-        if hit {
-            hotPieces.put(key, index, digest: digest, buffer)
-            return (buffer, .cache)
-        }
+        guard held else { return nil }
+        hotPieces.put(key, index, digest: digest, buffer)
+        return buffer
+    }
+
+    /// One verified piece and where it came from: held by this node, else filled from the origin.
+    func piece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String) async throws -> (ByteBuffer, TrafficStats.Source) {
+        if let held = heldPiece(key, index, checksums: checksums) { return (held, .cache) }
         let filled = ByteBuffer(bytes: try await node.fill(key, index, checksums: checksums, url: url))
-        hotPieces.put(key, index, digest: digest, filled)
+        hotPieces.put(key, index, digest: checksums.digests[index], filled)
         return (filled, .cdn)
     }
 }

@@ -18,22 +18,7 @@ extension GatewayResponder {
         else { throw GatewayFailure(.forbidden, "no valid piece token") }
         guard let info = node.store.info(id: objectID), let checksums = node.registry.checksums(info.key), index < checksums.layout.count
         else { throw GatewayFailure(.notFound, "piece not held") }
-        let digest = checksums.digests[index]
-        var buffer: ByteBuffer
-        if let hot = hotPieces.get(info.key, index, digest: digest) {
-            buffer = hot
-        } else {
-            let size = checksums.layout.size(of: index)
-            buffer = ByteBufferAllocator().buffer(capacity: size)
-            var held = false
-            buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: size) { raw in
-                guard let n = node.store.readPiece(info.key, index, checksums: checksums, into: raw) else { return 0 }
-                held = true
-                return n
-            }
-            guard held else { throw GatewayFailure(.notFound, "piece not held") }
-            hotPieces.put(info.key, index, digest: digest, buffer)
-        }
+        guard let buffer = heldPiece(info.key, index, checksums: checksums) else { throw GatewayFailure(.notFound, "piece not held") }
         stats.addUpload(buffer.readableBytes, xresid: info.key.xresid)
         return Response(
             status: .ok, headers: [.contentType: "application/octet-stream", .contentLength: String(buffer.readableBytes)],

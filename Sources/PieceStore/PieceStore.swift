@@ -21,7 +21,6 @@ public final class PieceStore: Sendable {
         /// Bytes on disk counted against the bound (pieces held or being written).
         public var storedBytes: Int64
         var lastUse: UInt64
-        var lastPersistedUse: ContinuousClock.Instant
     }
 
     struct State {
@@ -88,7 +87,7 @@ public final class PieceStore: Sendable {
             }
             s.tick += 1
             let key = ObjectKey(xresid: row["xresid"], host: row["host"], path: row["path"])
-            var info = ObjectInfo(key: key, layout: layout, bitmap: bitmap, storedBytes: 0, lastUse: s.tick, lastPersistedUse: .now)
+            var info = ObjectInfo(key: key, layout: layout, bitmap: bitmap, storedBytes: 0, lastUse: s.tick)
             info.storedBytes = Self.bytes(of: bitmap, layout)
             s.usedBytes += info.storedBytes
             s.objects[id] = info
@@ -184,7 +183,7 @@ public final class PieceStore: Sendable {
             guard fd >= 0 else { return .failed(errno: errno, evicted: evicted) }
             s.tick += 1
             var info = s.objects[id] ?? ObjectInfo(
-                key: key, layout: layout, bitmap: PieceBitmap(count: layout.count), storedBytes: 0, lastUse: s.tick, lastPersistedUse: .now)
+                key: key, layout: layout, bitmap: PieceBitmap(count: layout.count), storedBytes: 0, lastUse: s.tick)
             info.storedBytes += need
             info.lastUse = s.tick
             s.objects[id] = info
@@ -253,6 +252,7 @@ public final class PieceStore: Sendable {
         let gone = state.withLock { s -> Bool in
             guard let info = s.objects.removeValue(forKey: id) else { return false }
             s.usedBytes -= info.storedBytes
+            unlink(dataPath(id))
             return true
         }
         if gone { finishEviction([id]) }
@@ -275,8 +275,8 @@ public final class PieceStore: Sendable {
         }
     }
 
-    /// Evicts least recently used objects (never `sparing`) until `need` more bytes fit.
-    /// Returns the evicted ids (their files and rows go in `finishEviction`), or nil when even
+    /// Evicts least recently used objects (never `sparing`) until `need` more bytes fit,
+    /// unlinking their files. Returns the evicted ids (their rows go in `finishEviction`), or nil when even
     /// evicting all others would not make room.
     private func evict(_ s: inout State, toFit need: Int64, sparing: String?) -> [String]? {
         let spared = sparing.flatMap { s.objects[$0]?.storedBytes } ?? 0
@@ -294,9 +294,9 @@ public final class PieceStore: Sendable {
         return evicted
     }
 
+    /// Deletes the index rows of objects whose files went under the lock.
     private func finishEviction(_ ids: [String]) {
         guard !ids.isEmpty else { return }
-        for id in ids { unlink(dataPath(id)) }
         deleteRows(ids)
         logger.debug("evicted objects", metadata: ["count": "\(ids.count)"])
     }

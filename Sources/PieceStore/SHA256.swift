@@ -13,7 +13,7 @@ public struct PieceDigest: Hashable, Sendable, CustomStringConvertible {
     init(unchecked bytes: [UInt8]) { self.bytes = bytes }
 
     /// Lowercase hex.
-    public var description: String { hex(bytes) }
+    public var description: String { hexString(bytes) }
 }
 
 /// SHA-256 through OpenSSL's libcrypto (its EVP interface uses the CPU's SHA extensions).
@@ -73,7 +73,8 @@ public final class SHA256Hasher {
     }
 }
 
-func hex(_ bytes: some Sequence<UInt8>) -> String {
+/// Lowercase hex of bytes.
+public func hexString(_ bytes: some Sequence<UInt8>) -> String {
     let digits = Array("0123456789abcdef".utf8)
     var out: [UInt8] = []
     for b in bytes {
@@ -113,6 +114,3 @@ public enum HMACSHA256 {
         return diff == 0
     }
 }
-
-/// Lowercase hex of bytes.
-public func hexString(_ bytes: some Sequence<UInt8>) -> String { hex(bytes) }
