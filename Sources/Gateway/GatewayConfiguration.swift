@@ -6,6 +6,9 @@ public struct GatewayConfiguration: Sendable {
     public var port: Int
     /// The base URL rewritten manifests point at.
     public var publicURL: String
+    /// Where other nodes fetch this node's pieces, when not at `publicURL` (players and peers
+    /// on different networks, as in docker/compose.yaml).
+    public var peerURL: String?
     /// Whether `publicURL` was derived from the listen address (and so follows the port
     /// actually bound, when that was 0).
     public var publicURLIsDefault: Bool
@@ -30,8 +33,16 @@ public struct GatewayConfiguration: Sendable {
     public var prepareJobs = 3
     /// `ws://HOST:PORT/swarm/v1/ws` of the tracker to log in to; nil: the embedded one.
     public var tracker: String?
-    /// The embedded registry's SQLite file (default: in the cache folder).
-    public var registryPath: String { cacheDirectory + "/registry.sqlite" }
+    /// The registry's SQLite file (`--db` of the tracker; default: in the cache folder).
+    public var registryFile: String?
+    public var registryPath: String { registryFile ?? cacheDirectory + "/registry.sqlite" }
+    /// How long the swarm may take to deliver a piece before it comes from the origin by range.
+    public var peerDeadline: Duration = .milliseconds(1500)
+    /// What the process is: a gateway node, or a tracker (signalling, the checksum registry
+    /// and the first seed; it serves no players).
+    public var role = Role.node
+
+    public enum Role: Sendable { case node, tracker }
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, publicURL: String? = nil, inheritQuery: InheritQuery = .none,
@@ -88,6 +99,15 @@ public struct GatewayConfiguration: Sendable {
         if let n = s["prepare-jobs"] {
             guard let jobs = Int(n), (1...64).contains(jobs) else { throw SettingsError("prepare-jobs must be 1 to 64, not '\(n)'") }
             prepareJobs = jobs
+        }
+        registryFile = s["db"]
+        if let url = s["peer-url"] {
+            do { _ = try OriginURL(url) } catch { throw SettingsError("peer-url: \(error.message)") }
+            peerURL = url
+        }
+        if let t = s["peer-deadline"] {
+            guard let seconds = Double(t), seconds >= 0, seconds <= 60 else { throw SettingsError("peer-deadline must be seconds (0 to 60), not '\(t)'") }
+            peerDeadline = .milliseconds(Int64(seconds * 1000))
         }
         if let t = s["origin-idle-timeout"] {
             guard let seconds = Double(t), seconds > 0 else { throw SettingsError("origin-idle-timeout must be seconds, not '\(t)'") }

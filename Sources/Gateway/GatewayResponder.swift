@@ -30,6 +30,8 @@ public final class GatewayResponder: HTTPResponder {
     let publicURL: Mutex<String>
     let logger: Logger
     let started = ContinuousClock.now
+    /// The tracker this process runs, for `/peers`.
+    let tracker = Mutex<SwarmTracker?>(nil)
     public static let version = "0.1.0"
     /// The largest buffer handed to the HTTP writer at once.
     static let writeChunk = 16 << 10
@@ -60,6 +62,9 @@ public final class GatewayResponder: HTTPResponder {
 
     public var currentPublicURL: String { publicURL.withLock { $0 } }
 
+    /// The tracker this process runs (embedded, or as `swarmgate tracker`).
+    public func attach(_ tracker: SwarmTracker) { self.tracker.withLock { $0 = tracker } }
+
     public func respond(to request: Request, context: Context) async throws -> Response {
         let start = ContinuousClock.now
         let target = request.uri.description
@@ -86,7 +91,9 @@ public final class GatewayResponder: HTTPResponder {
             case "/stat": route = "/stat"; response = stat(query: request.uri.queryParameters.get("xresid"))
             case "/xdfs.p2p.com/feature": route = "/xdfs.p2p.com/feature"; response = feature(request)
             case _ where path.hasPrefix("/peer/v1/"): route = "/peer/v1/*"; response = try await peerPiece(request, path: path)
+            case "/peers": route = "/peers"; response = try peers()
             default:
+                guard configuration.role == .node else { throw GatewayFailure(.notFound, "this is a tracker: players use a gateway node") }
                 let proxy = try decode(target)
                 route = "/" + proxy.virtualHost.rawValue + "/*"
                 xresid = proxy.xresid.value
@@ -168,7 +175,20 @@ public final class GatewayResponder: HTTPResponder {
             ("cdnBytes", .int(Int(t.cdnBytes))), ("p2pBytes", .int(Int(t.p2pBytes))), ("cacheBytes", .int(Int(t.cacheBytes))),
             ("uploadBytes", .int(Int(t.uploadBytes))), ("peers", .int(t.peers)), ("p2pRatio", .double(t.p2pRatio)),
         ]
+        if xresid == nil {
+            let fallbacks = stats.fallbacks
+            fields += [
+                ("badPieces", .int(stats.badPieces)),
+                ("fallbacks", .object(TrafficStats.FallbackReason.allCases.map { ($0.rawValue, .int(fallbacks[$0] ?? 0)) })),
+            ]
+        }
         return JSONBody.response(fields)
+    }
+
+    /// The peer ids logged in to this process's tracker.
+    func peers() throws(GatewayFailure) -> Response {
+        guard let tracker = tracker.withLock({ $0 }) else { throw GatewayFailure(.notFound, "this node logs in to another tracker") }
+        return JSONBody.response([("peers", .array(tracker.peerIDs.map { .string($0) }))])
     }
 
     func feature(_ request: Request) -> Response {
@@ -324,10 +344,8 @@ public final class GatewayResponder: HTTPResponder {
     func prepareAhead(_ references: [HLSReference], xresid: XResID, playlistQuery: String?) {
         let objects = mediaObjects(references, xresid: xresid, playlistQuery: playlistQuery)
         guard !objects.isEmpty else { return }
-        let queue = node.prepareQueue
-        Task.detached(priority: .utility) {
-            for (key, url) in objects { queue.enqueue(key, url: url, urgent: false) }
-        }
+        let node = node
+        Task.detached(priority: .utility) { node.prepareAhead(objects.map { ObjectRef(key: $0.key, url: $0.url) }) }
     }
 
     /// Streams a media object from the origin. When the client asked for a range and the origin

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import Manifest
 import ServiceLifecycle
 import Swarm
 
@@ -44,8 +45,9 @@ public struct GatewayServer: Sendable {
         let stats = TrafficStats()
         let node = try SwarmNode(
             cacheDirectory: c.cacheDirectory, cacheSize: c.cacheSize, registryPath: c.registryPath, pieceSize: c.pieceSize,
-            maxPrepareJobs: c.prepareJobs, maxObjectSize: c.maxObjectSize, origin: origin.client, logger: logger,
-            onBadPiece: { stats.countPieceFailure() })
+            maxPrepareJobs: c.prepareJobs, maxObjectSize: c.maxObjectSize, origin: origin.client, peerDeadline: c.peerDeadline,
+            logger: logger, onBadPiece: { stats.countPieceFailure() },
+            onFallback: { reason in TrafficStats.FallbackReason(rawValue: reason.rawValue).map(stats.countFallback) })
         services.append(node.prepareQueue)
         let peerID = try Self.peerID(cacheDirectory: c.cacheDirectory)
         let responder = GatewayResponder(
@@ -53,15 +55,19 @@ public struct GatewayServer: Sendable {
             stats: stats, logger: logger)
         // Without --tracker the node is its own tracker; with it, it logs in there.
         var embedded: SwarmTracker?
-        if let trackerURL = c.tracker {
+        if let trackerURL = c.tracker, c.role == .node {
+            let peerURL = c.peerURL
             let link = TrackerLink(
                 configuration: .init(
                     url: trackerURL, appID: credentials.appID, secret: credentials.secret,
-                    peerID: peerID, publicURL: { responder.currentPublicURL }),
+                    peerID: peerID, publicURL: { peerURL ?? responder.currentPublicURL }),
                 held: { node.store.heldObjects() }, logger: logger)
+            node.attach(link)
             services.append(link)
         } else {
-            let tracker = SwarmTracker(appID: credentials.appID, secret: credentials.secret, logger: logger)
+            let host = LocalRegistryHost(node: node, seedPeerID: peerID, wait: c.originIdleTimeout, publicURL: { responder.currentPublicURL })
+            let tracker = SwarmTracker(appID: credentials.appID, secret: credentials.secret, host: host, logger: logger)
+            responder.attach(tracker)
             services.append(SilentSessionSweeper(tracker: tracker))
             embedded = tracker
         }
@@ -70,7 +76,9 @@ public struct GatewayServer: Sendable {
         services.append(Application(
             responder: responder,
             server: TrackerEndpoint.server(embedded),
-            configuration: .init(address: .hostname(c.host, port: c.port), serverName: "swarmgate/\(GatewayResponder.version)"),
+            configuration: .init(
+                address: .hostname(c.host, port: c.port),
+                serverName: (c.role == .tracker ? "swarmgate-tracker/" : "swarmgate/") + GatewayResponder.version),
             onServerRunning: { channel in
                 let bound = channel.localAddress?.port ?? port
                 responder.serverBound(port: bound)
@@ -111,5 +119,33 @@ public struct GatewayServer: Sendable {
         }
         guard bound else { throw GatewayFailure(.internalServerError, "bind: \(errno)") }
         return Int(UInt16(bigEndian: addr.sin_port))
+    }
+}
+
+/// The registry and seed behind a tracker: the node it runs in. Checksums are computed here
+/// from the origin copy, for objects whose URL names the object asked about.
+struct LocalRegistryHost: TrackerHost {
+    let node: SwarmNode
+    let seedPeerID: String
+    /// How long a player's request waits for the origin's first answer.
+    let wait: Duration
+    let publicURL: @Sendable () -> String
+
+    var seedURL: String { publicURL() }
+
+    func holds(_ objectID: String) -> Bool { node.store.info(id: objectID) != nil }
+
+    func checksums(_ ref: ObjectRef, urgent: Bool) async -> ChecksumAnswer {
+        guard Self.names(ref) else { return ChecksumAnswer(state: .failed, reason: "the URL does not name the object asked about") }
+        return await node.checksums(ref, urgent: urgent, wait: wait)
+    }
+
+    func prepare(_ refs: [ObjectRef]) { node.prepareAhead(refs.filter(Self.names)) }
+
+    /// Whether `ref.url` is the origin URL of the object `ref` keys: a node cannot have the
+    /// registry file one URL's checksums under another object.
+    static func names(_ ref: ObjectRef) -> Bool {
+        guard let url = try? OriginURL(ref.url) else { return false }
+        return url.authority.lowercased() == ref.host && url.path == ref.path
     }
 }

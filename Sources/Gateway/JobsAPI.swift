@@ -50,7 +50,7 @@ extension GatewayResponder {
     func prepare(_ request: Request) async throws(GatewayFailure) -> Response {
         var url = request.uri.queryParameters.get("url")
         var xresid = request.uri.queryParameters.get("xresid")
-        var body = request.body
+        let body = request.body
         let data: ByteBuffer
         do { data = try await body.collect(upTo: 64 << 10) } catch { throw GatewayFailure(.badRequest, "body over 64 KiB") }
         if data.readableBytes > 0 {

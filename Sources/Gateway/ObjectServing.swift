@@ -35,19 +35,26 @@ extension GatewayResponder {
     /// Serves `proxy` from the piece cache, or 302 while its checksums are not ready.
     func serveObject(_ proxy: ProxyURL, clientRange: String?, method: HTTPRequest.Method) async throws(GatewayFailure) -> Response {
         let key = Self.objectKey(proxy)
-        guard let entry = node.registry.entry(key), entry.state == .ready, let checksums = entry.checksums else {
-            // Preparation starts (or is hurried); its first answer from the origin tells
-            // whether the player is sent there or told why not.
-            node.prepareQueue.enqueue(key, url: proxy.origin.string, urgent: true)
-            switch await node.prepareQueue.head(key, timeout: configuration.originIdleTimeout) {
-            case .available?, nil: return checksumNotReady(proxy)
-            case .status(let code)?:
-                throw code >= 500
+        let entry: RegistryEntry
+        let checksums: PieceChecksums
+        switch await node.resolve(key, url: proxy.origin.string, wait: configuration.originIdleTimeout) {
+        case .ready(let e, let c):
+            (entry, checksums) = (e, c)
+        case .notReady(let answer):
+            // The registry's first answer from the origin tells whether the player is sent
+            // there or told why not.
+            switch answer.state {
+            case .ready, .preparing, .unavailable:
+                stats.countFallback(.checksumsNotReady)
+                return checksumNotReady(proxy)
+            case .status:
+                let code = answer.status ?? 502
+                throw code >= 500 || code < 400
                     ? GatewayFailure(.badGateway, "origin answered \(code)")
                     : GatewayFailure(HTTPResponse.Status(code: code), "origin answered \(code)")
-            case .forbidden(let why)?: throw GatewayFailure(.forbidden, why)
-            case .timeout(let why)?: throw GatewayFailure(.gatewayTimeout, why)
-            case .failed(let why)?: throw GatewayFailure(.badGateway, why)
+            case .forbidden: throw GatewayFailure(.forbidden, answer.reason ?? "origin not allowed")
+            case .timeout: throw GatewayFailure(.gatewayTimeout, answer.reason ?? "origin timed out")
+            case .failed: throw GatewayFailure(.badGateway, answer.reason ?? "preparation failed")
             }
         }
         let layout = checksums.layout
@@ -77,6 +84,17 @@ extension GatewayResponder {
             body: ResponseBody(contentLength: Int(count)) { writer in
                 var offset = start
                 var next: (ByteBuffer, TrafficStats.Source)? = firstPiece
+                // Missing pieces ahead of the one being sent, fetched at once (from several
+                // peers, or origin ranges) so that one slow source does not hold up the rest.
+                var ahead: [Int: Task<(ByteBuffer, TrafficStats.Source), any Error>] = [:]
+                let lastIndex = layout.index(at: end - 1)
+                func fetchAhead(after index: Int) {
+                    guard index < lastIndex else { return }
+                    for j in (index + 1)...min(index + Self.piecesInFlight - 1, lastIndex)
+                    where ahead[j] == nil && !self.node.store.has(key, piece: j) {
+                        ahead[j] = Task { try await self.piece(key, j, checksums: checksums, url: url) }
+                    }
+                }
                 // Pieces this node holds go out together, one write and one flush; a piece that
                 // must come from the origin sends what was gathered first.
                 var batch: [ByteBuffer] = []
@@ -95,10 +113,15 @@ extension GatewayResponder {
                     if let n = next {
                         (buffer, source) = n
                         next = nil
+                    } else if let pending = ahead.removeValue(forKey: index) {
+                        try await flush()
+                        fetchAhead(after: index)
+                        (buffer, source) = try await pending.value
                     } else if let held = self.heldPiece(key, index, checksums: checksums) {
                         buffer = held
                     } else {
                         try await flush()
+                        fetchAhead(after: index)
                         (buffer, source) = try await self.piece(key, index, checksums: checksums, url: url)
                     }
                     let skip = Int(offset - layout.offset(of: index))
@@ -122,6 +145,8 @@ extension GatewayResponder {
 
     /// The most bytes of held pieces gathered into one write (slices, never copies).
     static let batchBytes = 4 << 20
+    /// Missing pieces of one response fetched at once.
+    static let piecesInFlight = 4
 
     /// Piece `index` of `key` if this node holds it, verified: from memory, else read from the
     /// store (SHA-256-checked) and kept in memory. Never goes to the origin.
@@ -141,11 +166,14 @@ extension GatewayResponder {
         return buffer
     }
 
-    /// One verified piece and where it came from: held by this node, else filled from the origin.
+    /// One verified piece and where it came from: held by this node, else from peers or the origin.
     func piece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String) async throws -> (ByteBuffer, TrafficStats.Source) {
         if let held = heldPiece(key, index, checksums: checksums) { return (held, .cache) }
-        let filled = ByteBuffer(bytes: try await node.fill(key, index, checksums: checksums, url: url))
-        hotPieces.put(key, index, digest: checksums.digests[index], filled)
-        return (filled, .cdn)
+        let got = try await node.obtain(key, index, checksums: checksums, url: url)
+        let buffer = ByteBuffer(bytes: got.bytes)
+        hotPieces.put(key, index, digest: checksums.digests[index], buffer)
+        guard let peer = got.peer else { return (buffer, .cdn) }
+        stats.notePeer(peer, xresid: key.xresid)
+        return (buffer, .p2p)
     }
 }

@@ -55,35 +55,6 @@ public struct SwarmCredentials: Sendable {
     }
 }
 
-/// `swarmgate tracker`: the signalling endpoint and `/health`, `/ready`, `/metrics`, `/peers`,
-/// in one ServiceGroup that SIGTERM stops gracefully.
-public struct TrackerServer: Sendable {
-    public let host: String
-    public let port: Int
-    public let credentials: SwarmCredentials
-    let logger: Logger
-
-    public init(host: String, port: Int, credentials: SwarmCredentials, logger: Logger) {
-        self.host = host
-        self.port = port
-        self.credentials = credentials
-        self.logger = logger
-    }
-
-    public func run(onListening: @escaping @Sendable (Int) async -> Void) async throws {
-        let tracker = SwarmTracker(appID: credentials.appID, secret: credentials.secret, logger: logger)
-        let app = Application(
-            responder: TrackerResponder(tracker: tracker),
-            server: TrackerEndpoint.server(tracker),
-            configuration: .init(address: .hostname(host, port: port), serverName: "swarmgate-tracker/\(GatewayResponder.version)"),
-            onServerRunning: { channel in await onListening(channel.localAddress?.port ?? port) },
-            logger: logger)
-        let group = ServiceGroup(configuration: .init(
-            services: [app, SilentSessionSweeper(tracker: tracker)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        try await group.run()
-    }
-}
-
 /// Ends tracker sessions that stopped pinging.
 struct SilentSessionSweeper: Service {
     let tracker: SwarmTracker
@@ -93,32 +64,6 @@ struct SilentSessionSweeper: Service {
                 try await Task.sleep(for: tracker.heartbeat)
                 tracker.expireSilent()
             }
-        }
-    }
-}
-
-/// The tracker's HTTP answers besides the WebSocket.
-struct TrackerResponder: HTTPResponder {
-    typealias Context = BasicRequestContext
-    let tracker: SwarmTracker
-    let started = ContinuousClock.now
-
-    func respond(to request: Request, context: Context) async throws -> Response {
-        switch request.uri.path {
-        case "/health":
-            return JSONBody.response([
-                ("status", .string("ok")), ("version", .string(GatewayResponder.version)),
-                ("uptime_s", .int(Int((ContinuousClock.now - started).components.seconds))),
-            ])
-        case "/ready":
-            return JSONBody.response([("status", .string("ready"))])
-        case "/peers":
-            return JSONBody.response([("peers", .array(tracker.peerIDs.map { .string($0) }))])
-        case "/metrics":
-            let text = "# TYPE swarmgate_tracker_peers gauge\nswarmgate_tracker_peers \(tracker.peerIDs.count)\n"
-            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: ByteBuffer(string: text)))
-        default:
-            return GatewayFailure(.notFound, "no such endpoint").response
         }
     }
 }

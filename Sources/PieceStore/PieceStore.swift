@@ -35,6 +35,20 @@ public final class PieceStore: Sendable {
     private let state: Mutex<State>
     private let logger: Logger
     private let onCorruptPiece: @Sendable () -> Void
+    private let observer = Mutex<(@Sendable (Change) -> Void)?>(nil)
+
+    /// What the store now holds differently: an object's first piece kept, or objects gone
+    /// (evicted or removed).
+    public enum Change: Sendable, Equatable {
+        case held(String)
+        case gone([String])
+    }
+
+    /// Has `handler` hear of every `Change` (one handler; a later call replaces it). The swarm
+    /// side announces and withdraws objects with it.
+    public func observe(_ handler: @escaping @Sendable (Change) -> Void) {
+        observer.withLock { $0 = handler }
+    }
 
     /// Opens (or creates) the store in `directory`, bounded to `capacity` bytes of pieces.
     /// Data files without an index row, and rows whose file is gone, are cleaned away.
@@ -182,24 +196,27 @@ public final class PieceStore: Sendable {
             let fd = open(dataPath(id), O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
             guard fd >= 0 else { return .failed(errno: errno, evicted: evicted) }
             s.tick += 1
+            let created = s.objects[id] == nil
             var info = s.objects[id] ?? ObjectInfo(
                 key: key, layout: layout, bitmap: PieceBitmap(count: layout.count), storedBytes: 0, lastUse: s.tick)
             info.storedBytes += need
             info.lastUse = s.tick
             s.objects[id] = info
             s.usedBytes += need
-            return .opened(fd: fd, evicted: evicted)
+            return .opened(fd: fd, evicted: evicted, created: created)
         }
         let fd: Int32
+        var created = false
         switch reservation {
         case .held: return true
         case .noRoom: return false
         case .failed(let err, let evicted):
             finishEviction(evicted)
             throw PieceStoreError(.io, "cannot open \(dataPath(id)): errno \(err)")
-        case .opened(let f, let evicted):
+        case .opened(let f, let evicted, let new):
             finishEviction(evicted)
             fd = f
+            created = new
         }
         let written = Self.pwriteFully(fd, bytes, at: layout.offset(of: index))
         let err = errno
@@ -215,6 +232,7 @@ public final class PieceStore: Sendable {
             return true
         }
         if visible { try persist(id) }
+        if visible && created { observer.withLock { $0 }?(.held(id)) }
         return visible
     }
 
@@ -263,7 +281,7 @@ public final class PieceStore: Sendable {
     private enum Reservation {
         case held, noRoom
         case failed(errno: Int32, evicted: [String])
-        case opened(fd: Int32, evicted: [String])
+        case opened(fd: Int32, evicted: [String], created: Bool)
     }
 
     private func release(_ id: String, _ bytes: Int64) {
@@ -298,6 +316,7 @@ public final class PieceStore: Sendable {
     private func finishEviction(_ ids: [String]) {
         guard !ids.isEmpty else { return }
         deleteRows(ids)
+        observer.withLock { $0 }?(.gone(ids))
         logger.debug("evicted objects", metadata: ["count": "\(ids.count)"])
     }
 

@@ -19,8 +19,10 @@ final class SwarmSignallingTests {
         try Data((Self.secret + "\n").utf8).write(to: URL(fileURLWithPath: secretFile))
     }
 
-    func tracker(port: Int = 0) throws -> (LiveProcess, Int) {
-        let p = try LiveProcess(Live.binary, ["tracker", "--listen", "127.0.0.1:\(port)", "--app-secret-file", secretFile])
+    func tracker(port: Int = 0, dir: String = Live.cacheFolder(), allowOrigin: Int? = nil) throws -> (LiveProcess, Int) {
+        let p = try LiveProcess(Live.binary, [
+            "tracker", "--listen", "127.0.0.1:\(port)", "--app-secret-file", secretFile, "--cache-dir", dir, "--db", dir + "/registry.sqlite",
+        ] + (allowOrigin.map { ["--allow-origin", "127.0.0.1:\($0)"] } ?? []))
         let bound = try p.waitForStderr(#/listening on 127\.0\.0\.1:(\d+)/#)
         return (p, Int(bound)!)
     }
@@ -85,9 +87,9 @@ final class SwarmSignallingTests {
 
     @Test func aNodeLogsInKeepsServingWithoutTheTrackerAndComesBack() async throws {
         let trackerPort = try GatewayServer.freeLoopbackPort()
-        var (t, _) = try tracker(port: trackerPort)
         let (origin, originPort) = try Live.objectOrigin()
         defer { origin.stop() }
+        var (t, _) = try tracker(port: trackerPort, allowOrigin: originPort)
         let (g, gport) = try Live.gateway([
             "--allow-origin", "127.0.0.1:\(originPort)", "--tracker", "ws://127.0.0.1:\(trackerPort)/swarm/v1/ws",
             "--app-secret-file", secretFile, "--piece-size", "64KiB",
@@ -106,7 +108,7 @@ final class SwarmSignallingTests {
         #expect(served.status == 200, "the node serves from its cache while the tracker is away")
         #expect(served.body == (try await HTTP.get("http://127.0.0.1:\(originPort)\(path)")).body)
 
-        (t, _) = try tracker(port: trackerPort)
+        (t, _) = try tracker(port: trackerPort, allowOrigin: originPort)
         defer { t.stop() }
         let deadline = ContinuousClock.now + .seconds(30)
         while g.stderr.components(separatedBy: "logged in to the tracker").count - 1 < 2 {

@@ -21,6 +21,10 @@ Endpoints:
                      byte before N sent), NAME's version is bumped (the response itself keeps
                      its version; the next request sees new bytes and a new ETag).
   /redirect/NAME     302 to /obj/NAME with the same query
+  /vod/NAME.m3u8     a VOD media playlist of ?segments=N (default 10) segments of ?size=S
+                     bytes (default 200000), 4 s each: /obj/NAME/segK.ts?size=S&token=abc
+  /peer/v1/...       a lying peer: any piece request is answered 200 with 65536 bytes of garbage
+  /slow/peer/v1/...  the same at 10 KB/s (a peer on a bad link)
   /__version         ?name=NAME[&bump=1]: bump NAME's version if asked, answer
                      {"name", "version"}
   /__stats           ?name=NAME: {"requests", "full" (200s with a body), "ranges" (Range
@@ -123,6 +127,10 @@ class Handler(BaseHTTPRequestHandler):
         try:
             if kind in ("obj", "redirect") and rest:
                 self.serve_object(kind, unquote(rest), url)
+            elif kind == "vod" and rest.endswith(".m3u8"):
+                self.serve_vod(rest[:-len(".m3u8")])
+            elif kind == "peer" or (kind == "slow" and rest.startswith("peer/")):
+                self.serve_garbage(10000 if kind == "slow" else 0)
             elif kind in ("__version", "__stats", "__reset"):
                 getattr(self, "serve" + kind)()
             else:
@@ -140,6 +148,27 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
+
+    def serve_vod(self, name):
+        n = int(self.query.get("segments", "10"))
+        size = int(self.query.get("size", "200000"))
+        lines = ["#EXTM3U", "#EXT-X-VERSION:3", "#EXT-X-TARGETDURATION:4", "#EXT-X-PLAYLIST-TYPE:VOD"]
+        for k in range(n):
+            lines += ["#EXTINF:4.0,", "/obj/%s/seg%d.ts?size=%d&token=abc" % (name, k, size)]
+        lines.append("#EXT-X-ENDLIST")
+        self.answer(200, ("\n".join(lines) + "\n").encode(), [("Content-Type", "application/vnd.apple.mpegurl")])
+
+    def serve_garbage(self, rate):
+        body = bytes((i * 31 + 5) % 256 for i in range(65536))
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        step = max(1, rate // 10) if rate else len(body)
+        for i in range(0, len(body), step):
+            self.wfile.write(body[i:i + step])
+            self.wfile.flush()
+            if rate:
+                time.sleep(step / rate)
 
     def answer_json(self, value):
         self.answer(200, json.dumps(value).encode(), [("Content-Type", "application/json")])

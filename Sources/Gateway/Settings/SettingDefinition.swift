@@ -39,24 +39,32 @@ public enum SettingDefinitions {
         .init("app-secret-file", help: "A file holding the app secret (or set SWARMGATE_APP_SECRET)."),
     ]
 
-    /// `swarmgate serve`.
-    public static let serve: [SettingDefinition] = shared + [
-        .init("public-url", help: "The base URL rewritten playlists point at and peers use (default http:// + the listen address)."),
-        .init("cache-dir", default: "swarmgate-cache", help: "Folder of the piece cache."),
-        .init("cache-size", default: "10GiB", help: "Hard bound of the piece cache."),
-        .init("memory-cache-size", default: "128MiB", help: "Verified pieces kept in memory as well (0: read every piece from disk)."),
+    /// What nodes and trackers both do: keep pieces and prepare objects from origins.
+    static let pieces: [SettingDefinition] = [
+        .init("cache-size", default: "10GiB", help: "Hard bound of the piece store."),
         .init("piece-size", default: "256KiB", help: "Bytes per piece of newly prepared objects."),
         .init("prepare-jobs", default: "3", help: "Prepare jobs (fetch and hash an object) that run at once."),
-        .init("tracker", help: "ws://HOST:PORT/swarm/v1/ws of the tracker; without it, an embedded tracker."),
-        .init("inherit-query", default: "", help: "Query parameters of a playlist URL copied onto its URIs: names, comma-separated, or *."),
-        .init("key-uris", default: "origin", help: "EXT-X-KEY URIs: origin or proxy."),
         .init("max-object-size", default: "4GiB", help: "Largest media object fetched from an origin, e.g. 4GiB."),
         .init("origin-idle-timeout", default: "10", help: "Seconds an origin may send nothing before the request fails (504)."),
+    ]
+
+    /// `swarmgate serve`.
+    public static let serve: [SettingDefinition] = shared + pieces + [
+        .init("public-url", help: "The base URL rewritten playlists point at and peers use (default http:// + the listen address)."),
+        .init("cache-dir", default: "swarmgate-cache", help: "Folder of the piece cache."),
+        .init("memory-cache-size", default: "128MiB", help: "Verified pieces kept in memory as well (0: read every piece from disk)."),
+        .init("tracker", help: "ws://HOST:PORT/swarm/v1/ws of the tracker; without it, an embedded tracker."),
+        .init("peer-url", help: "Where other nodes fetch this node's pieces, when not at the public URL."),
+        .init("peer-deadline", default: "1.5", help: "Seconds the swarm may take to deliver a piece before it comes from the CDN by range."),
+        .init("inherit-query", default: "", help: "Query parameters of a playlist URL copied onto its URIs: names, comma-separated, or *."),
+        .init("key-uris", default: "origin", help: "EXT-X-KEY URIs: origin or proxy."),
         .init("demo", kind: .toggle, default: "false", help: "Also serve samples/ as a local origin and print a URL a player can open."),
     ]
 
-    /// `swarmgate tracker`.
-    public static let tracker: [SettingDefinition] = shared + [
-        .init("db", default: "swarmgate-tracker.sqlite", help: "The tracker's SQLite database."),
+    /// `swarmgate tracker`: signalling, the checksum registry and the swarm's first seed.
+    public static let tracker: [SettingDefinition] = shared + pieces + [
+        .init("db", default: "swarmgate-tracker.sqlite", help: "The tracker's SQLite database: the checksum registry and its prepare jobs."),
+        .init("public-url", help: "The base URL nodes fetch the tracker's seed pieces from (default http:// + the listen address)."),
+        .init("cache-dir", default: "swarmgate-tracker-cache", help: "Folder of the pieces the registry prepared: the swarm's first seed."),
     ]
 }

@@ -23,7 +23,26 @@ public final class TrafficStats: Sendable {
     /// Where delivered bytes came from.
     public enum Source: String, Sendable { case cdn, p2p, cache }
 
-    private let state = Mutex<(total: Totals, streams: [String: Totals])>((Totals(), [:]))
+    /// Why bytes came from the CDN rather than from the swarm: a piece the peers did not
+    /// deliver (`SwarmNode.FallbackReason`), or a player sent to the origin by a 302 while the
+    /// object's checksums were not ready.
+    public enum FallbackReason: String, Sendable, CaseIterable {
+        case trackerAway = "tracker_away", noPeers = "no_peers", peersFailed = "peers_failed", deadline
+        case checksumsNotReady = "checksums_not_ready"
+    }
+
+    struct State {
+        var total = Totals()
+        var streams: [String: Totals] = [:]
+        /// Peers that delivered pieces, per stream and in all.
+        var peers: [String: Set<String>] = [:]
+        var allPeers: Set<String> = []
+        var fallbacks: [FallbackReason: Int] = [:]
+        var badPieces = 0
+    }
+
+    private let state = Mutex(State())
+    private let fallbackCounters: [FallbackReason: Counter]
     public let registry: PrometheusCollectorRegistry
     private let bytes: [Source: Counter]
     private let pieceFailures: Counter
@@ -42,7 +61,39 @@ public final class TrafficStats: Sendable {
             descriptor: Self.descriptor("upload_bytes", unit: "total", "Bytes of pieces sent to other nodes."))
         pieceFailures = registry.makeCounter(
             descriptor: Self.descriptor("piece_failures", unit: "total", "Pieces that failed verification."))
+        var fallbacks: [FallbackReason: Counter] = [:]
+        for r in FallbackReason.allCases {
+            fallbacks[r] = registry.makeCounter(
+                descriptor: Self.descriptor("cdn_fallbacks", unit: "total", "Pieces or objects that came from the CDN instead of the swarm, by reason."),
+                labels: [("reason", r.rawValue)])
+        }
+        fallbackCounters = fallbacks
+        peersGauge = registry.makeGauge(
+            descriptor: Self.descriptor("peers", unit: "", "Distinct peers that delivered pieces to this node."))
     }
+
+    private let peersGauge: Gauge
+
+    /// A piece (or a whole object, for `checksumsNotReady`) that came from the CDN, and why.
+    public func countFallback(_ reason: FallbackReason) {
+        fallbackCounters[reason]?.increment()
+        state.withLock { $0.fallbacks[reason, default: 0] += 1 }
+    }
+
+    /// `peer` delivered bytes of stream `xresid`.
+    public func notePeer(_ peer: String, xresid: String) {
+        let count = state.withLock { s -> Int? in
+            guard s.peers[xresid, default: []].insert(peer).inserted else { return nil }
+            s.streams[xresid, default: Totals()].peers = s.peers[xresid]!.count
+            guard s.allPeers.insert(peer).inserted else { return nil }
+            s.total.peers = s.allPeers.count
+            return s.allPeers.count
+        }
+        if let count { peersGauge.set(Double(count)) }
+    }
+
+    public var fallbacks: [FallbackReason: Int] { state.withLock { $0.fallbacks } }
+    public var badPieces: Int { state.withLock { $0.badPieces } }
 
     public func add(_ count: Int, from source: Source, xresid: String) {
         guard count > 0 else { return }
@@ -71,7 +122,10 @@ public final class TrafficStats: Sendable {
     }
 
     /// A piece that failed SHA-256 verification (on disk, from the origin, later from a peer).
-    public func countPieceFailure() { pieceFailures.increment() }
+    public func countPieceFailure() {
+        pieceFailures.increment()
+        state.withLock { $0.badPieces += 1 }
+    }
 
     public func countRequest(route: String, status: Int) {
         registry.makeCounter(
@@ -87,6 +141,7 @@ public final class TrafficStats: Sendable {
     public var total: Totals { state.withLock { $0.total } }
 
     public func stream(_ xresid: String) -> Totals? { state.withLock { $0.streams[xresid] } }
+
 
     public func prometheusText() -> [UInt8] { registry.emitToBuffer() }
 }

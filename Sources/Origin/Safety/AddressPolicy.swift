@@ -7,8 +7,19 @@ public struct AddressPolicy: Sendable, Hashable {
     /// nil: every host, public addresses only. Non-nil: only these hosts, any address.
     public var allowOrigins: [AllowedOrigin]?
 
+    /// Any host at any address: for other gateway nodes, which the authenticated tracker
+    /// names (they sit on private networks as often as not). Never for origins.
+    public var anyAddress = false
+
     public init(allowOrigins: [AllowedOrigin]? = nil) {
         self.allowOrigins = allowOrigins
+    }
+
+    /// The policy for fetching pieces from peers (see `anyAddress`).
+    public static var peers: AddressPolicy {
+        var p = AddressPolicy()
+        p.anyAddress = true
+        return p
     }
 
     /// Why a URL's host may not be fetched under the allow list, or nil when it may.
@@ -21,7 +32,8 @@ public struct AddressPolicy: Sendable, Hashable {
     /// Why the client may not connect to an address, or nil when it may. With an allow list
     /// every address of an allowed host is fine (the host was checked before connecting).
     func refusal(address: [UInt8]) -> String? {
-        allowOrigins == nil ? Self.nonPublicReason(address) : nil
+        if anyAddress { return nil }
+        return allowOrigins == nil ? Self.nonPublicReason(address) : nil
     }
 
     /// Why an IP address (4 bytes for IPv4, 16 for IPv6, network order) is not a public

@@ -5,22 +5,61 @@ import PieceStore
 import Synchronization
 
 /// A node's side of the swarm, as the gateway uses it: the piece store, the checksum registry
-/// (embedded while there is no tracker), the prepare queue, and the filling of missing pieces
-/// of ready objects from the origin by range — one origin fetch per missing piece however
-/// many requests want it, and every byte verified before it is used.
+/// (the node's own when it runs the tracker, else a copy of what the tracker's registry
+/// answered), the prepare queue, and the filling of missing pieces of ready objects — from
+/// peers while they deliver within the deadline, else from the origin by range. One fetch per
+/// missing piece however many requests want it, and every byte verified before it is used.
 public final class SwarmNode: Sendable {
     public let store: PieceStore
     public let registry: ChecksumRegistry
     public let prepareQueue: PrepareQueue
     let origin: OriginClient
+    /// Pieces from other nodes: any address (the tracker names them), one try, no redirects.
+    let peerClient: OriginClient
+    /// How long the swarm may take to deliver a piece before the origin is asked.
+    public let peerDeadline: Duration
     let onBadPiece: @Sendable () -> Void
-    private let flights = Mutex<[String: Task<[UInt8], any Error>]>([:])
+    let onFallback: @Sendable (FallbackReason) -> Void
+    private let flights = Mutex<[String: Task<ObtainedPiece, any Error>]>([:])
+    private let swarm = Mutex(SwarmState())
     private let logger: Logger
+
+    struct SwarmState {
+        var link: TrackerLink?
+        var peerID = ""
+        /// Recent answers to wants, by object id.
+        var peerLists: [String: (peers: [SwarmPeer], at: ContinuousClock.Instant)] = [:]
+        /// Peers that sent a bad piece of an object: not asked for it again.
+        var dropped: [String: Set<String>] = [:]
+    }
+
+    /// Why a piece came from the origin rather than from a peer.
+    public enum FallbackReason: String, Sendable, CaseIterable {
+        /// Not logged in to a tracker (it is away, or the node runs its own).
+        case trackerAway = "tracker_away"
+        /// No other node holds the object.
+        case noPeers = "no_peers"
+        /// Every peer asked failed (refused, did not hold the piece, sent a bad piece, broke off).
+        case peersFailed = "peers_failed"
+        /// The peers did not deliver within the deadline.
+        case deadline
+    }
+
+    /// A verified piece and where it came from.
+    public struct ObtainedPiece: Sendable {
+        public var bytes: [UInt8]
+        /// The peer id that sent it; nil: the origin.
+        public var peer: String?
+    }
+
+    /// How long a want's answer is reused for further pieces of the object.
+    static let peerListLifetime: Duration = .seconds(2)
 
     /// Opens the piece store in `cacheDirectory` and the registry in `registryPath`.
     public init(
         cacheDirectory: String, cacheSize: Int64, registryPath: String, pieceSize: Int, maxPrepareJobs: Int,
-        maxObjectSize: Int64, origin: OriginClient, logger: Logger, onBadPiece: @escaping @Sendable () -> Void = {}
+        maxObjectSize: Int64, origin: OriginClient, peerDeadline: Duration = .milliseconds(1500), logger: Logger,
+        onBadPiece: @escaping @Sendable () -> Void = {}, onFallback: @escaping @Sendable (FallbackReason) -> Void = { _ in }
     ) throws(SwarmError) {
         do {
             store = try PieceStore(directory: cacheDirectory, capacity: cacheSize, logger: logger, onCorruptPiece: onBadPiece)
@@ -38,19 +77,104 @@ public final class SwarmNode: Sendable {
             throw SwarmError("registry: \(error)")
         }
         self.origin = origin
+        var peers = OriginClient.Configuration()
+        peers.addressPolicy = .peers
+        peers.retries = 0
+        peers.maxRedirects = 0
+        peers.httpVersion = .http1_1
+        peers.connectTimeout = .seconds(1)
+        peers.maxConcurrentPerHost = 16
+        peers.bodyBufferSize = 1 << 20
+        peerClient = OriginClient(configuration: peers)
+        self.peerDeadline = peerDeadline
         self.onBadPiece = onBadPiece
+        self.onFallback = onFallback
         self.logger = logger
     }
 
-    /// Piece `index` of a ready object when the store does not hold it: fetched from `url` by
-    /// range, verified against the registry's checksum, kept, returned. Concurrent calls for
-    /// one piece share one fetch. A piece that does not verify means the origin's copy
-    /// changed: the object's checksums are dropped (it is prepared again) and this throws.
-    public func fill(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String) async throws -> [UInt8] {
+    // MARK: the tracker
+
+    /// Joins the swarm through `link`: checksums come from the tracker's registry, read-ahead
+    /// is prepared there, pieces come from peers, and what the store keeps or loses is
+    /// announced (all of it again at each login).
+    public func attach(_ link: TrackerLink) {
+        swarm.withLock { s in
+            s.link = link
+            s.peerID = link.configuration.peerID
+        }
+        store.observe { change in
+            Task {
+                switch change {
+                case .held(let id): await link.announce([id])
+                case .gone(let ids): await link.withdraw(ids)
+                }
+            }
+        }
+    }
+
+    /// The tracker this node logs in to; nil: it runs its own.
+    public var link: TrackerLink? { swarm.withLock { $0.link } }
+
+    /// What a media request may be served from.
+    public enum Resolution: Sendable {
+        /// Checksums known: serve from pieces.
+        case ready(RegistryEntry, PieceChecksums)
+        /// Not ready: the registry's answer says whether the player goes to the origin.
+        case notReady(ChecksumAnswer)
+    }
+
+    /// The checksums of `key`: from this node's registry, else from the tracker's (kept here
+    /// for next time), else the node's own registry prepares it. A player is waiting.
+    public func resolve(_ key: ObjectKey, url: String, wait: Duration) async -> Resolution {
+        if let entry = registry.entry(key), entry.state == .ready, let checksums = entry.checksums { return .ready(entry, checksums) }
+        let answer: ChecksumAnswer
+        if let link {
+            answer = await link.checksums(ObjectRef(key: key, url: url), urgent: true)
+            if let checksums = answer.checksums {
+                registry.markReady(key, checksums: checksums, etag: answer.etag, lastModified: answer.lastModified, contentType: answer.contentType)
+            }
+        } else {
+            answer = await checksums(ObjectRef(key: key, url: url), urgent: true, wait: wait)
+        }
+        if let entry = registry.entry(key), entry.state == .ready, let checksums = entry.checksums { return .ready(entry, checksums) }
+        return .notReady(answer)
+    }
+
+    /// This node's registry's answer for `ref`: its checksums when ready, else the object is
+    /// queued and the origin's first answer (within `wait`) says whether the player can be sent
+    /// there meanwhile.
+    public func checksums(_ ref: ObjectRef, urgent: Bool, wait: Duration) async -> ChecksumAnswer {
+        let key = ref.key
+        if let entry = registry.entry(key), entry.state == .ready, let c = entry.checksums { return ChecksumAnswer(ready: entry, checksums: c) }
+        prepareQueue.enqueue(key, url: ref.url, urgent: urgent)
+        let head = await prepareQueue.head(key, timeout: wait)
+        if let entry = registry.entry(key), entry.state == .ready, let c = entry.checksums { return ChecksumAnswer(ready: entry, checksums: c) }
+        return ChecksumAnswer(head: head)
+    }
+
+    /// Queues objects for preparation ahead of players, in order: at the tracker's registry
+    /// when the node has one, else here.
+    public func prepareAhead(_ refs: [ObjectRef]) {
+        if let link {
+            Task { await link.prepare(refs) }
+        } else {
+            for ref in refs { prepareQueue.enqueue(ref.key, url: ref.url, urgent: false) }
+        }
+    }
+
+    // MARK: missing pieces
+
+    /// Piece `index` of a ready object when the store does not hold it: from peers within the
+    /// deadline, else from `url` by range; verified against the registry's checksum, kept,
+    /// returned. Concurrent calls for one piece share one fetch.
+    public func obtain(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String) async throws -> ObtainedPiece {
         let flightID = key.id + "#\(index)"
-        let task = flights.withLock { f -> Task<[UInt8], any Error> in
+        let task = flights.withLock { f -> Task<ObtainedPiece, any Error> in
             if let running = f[flightID] { return running }
-            let t = Task { try await self.fetchPiece(key, index, checksums: checksums, url: url) }
+            let t = Task {
+                if let fromPeer = await self.fromPeers(key, index, checksums: checksums) { return fromPeer }
+                return ObtainedPiece(bytes: try await self.fetchPiece(key, index, checksums: checksums, url: url))
+            }
             f[flightID] = t
             return t
         }
@@ -58,6 +182,88 @@ public final class SwarmNode: Sendable {
         return try await task.value
     }
 
+    /// The piece from the first peer that sends it verified, within `peerDeadline`; nil (and
+    /// the reason counted) when none does.
+    private func fromPeers(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums) async -> ObtainedPiece? {
+        guard let link, link.isConnected else {
+            if self.link != nil { onFallback(.trackerAway) }
+            return nil
+        }
+        let started = ContinuousClock.now
+        let peers = await peerList(key, link: link)
+        guard !peers.isEmpty else {
+            onFallback(.noPeers)
+            return nil
+        }
+        let me = swarm.withLock { $0.peerID }
+        let size = checksums.layout.size(of: index)
+        // Pieces of one object spread over its holders.
+        for n in 0..<peers.count {
+            let peer = peers[(index + n) % peers.count]
+            let left = peerDeadline - (ContinuousClock.now - started)
+            guard left > .milliseconds(1) else {
+                onFallback(.deadline)
+                return nil
+            }
+            if swarm.withLock({ $0.dropped[key.id]?.contains(peer.peerId) == true }) { continue }
+            let url = "\(peer.url)/peer/v1/\(key.id)/\(index)?from=\(Self.queryEscaped(me))&token=\(Self.queryEscaped(peer.token))"
+            let request = OriginRequest(url: url, timeouts: .init(connect: min(left, .seconds(1)), idle: left, total: left), maxBodySize: Int64(size))
+            let bytes: [UInt8]
+            do {
+                let response = try await peerClient.fetch(request)
+                guard response.status == 200 else { continue }
+                bytes = try await response.body.collect(upTo: size)
+            } catch {
+                if error.code == .timeout {
+                    onFallback(.deadline)
+                    return nil
+                }
+                continue
+            }
+            guard bytes.withUnsafeBytes({ checksums.matches(index, $0) }) else {
+                onBadPiece()
+                logger.warning("a peer sent a bad piece; dropped for this object and reported", metadata: ["peer": "\(peer.peerId)", "object": "\(key)", "piece": "\(index)"])
+                swarm.withLock { s in
+                    s.dropped[key.id, default: []].insert(peer.peerId)
+                    s.peerLists[key.id] = nil
+                }
+                await link.report(peer.peerId, object: key.id)
+                continue
+            }
+            keep(key, checksums.layout, index, bytes)
+            return ObtainedPiece(bytes: bytes, peer: peer.peerId)
+        }
+        onFallback(.peersFailed)
+        return nil
+    }
+
+    /// The holders of `key` the tracker named lately, else asked now.
+    private func peerList(_ key: ObjectKey, link: TrackerLink) async -> [SwarmPeer] {
+        let now = ContinuousClock.now
+        if let cached = swarm.withLock({ $0.peerLists[key.id] }), now - cached.at < Self.peerListLifetime { return cached.peers }
+        let peers = await link.want(key.id)
+        return swarm.withLock { s in
+            let usable = peers.filter { !(s.dropped[key.id]?.contains($0.peerId) ?? false) }
+            s.peerLists[key.id] = (usable, now)
+            if s.peerLists.count > 4096 { s.peerLists = s.peerLists.filter { now - $0.value.at < Self.peerListLifetime } }
+            return usable
+        }
+    }
+
+    static func queryEscaped(_ s: String) -> String {
+        s.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? s
+    }
+
+    private func keep(_ key: ObjectKey, _ layout: PieceLayout, _ index: Int, _ bytes: [UInt8]) {
+        do {
+            try store.store(key, layout: layout, piece: index, bytes: bytes)
+        } catch {
+            logger.warning("piece not kept", metadata: ["object": "\(key)", "error": "\(error)"])
+        }
+    }
+
+    /// Piece `index` from the origin by range. A piece that does not verify means the origin's
+    /// copy changed: the object's checksums are dropped (it is prepared again) and this throws.
     private func fetchPiece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String) async throws -> [UInt8] {
         let layout = checksums.layout
         let first = layout.offset(of: index)
@@ -91,14 +297,11 @@ public final class SwarmNode: Sendable {
             logger.warning("origin piece does not match the registry; preparing the object again", metadata: ["object": "\(key)", "piece": "\(index)"])
             registry.markUnknown(key)
             store.remove(key)
-            prepareQueue.enqueue(key, url: url, urgent: true)
+            // With a tracker, the next request asks its registry again.
+            if link == nil { prepareQueue.enqueue(key, url: url, urgent: true) }
             throw SwarmError("piece \(index) of \(key) from the origin does not match its checksum")
         }
-        do {
-            try store.store(key, layout: layout, piece: index, bytes: bytes)
-        } catch {
-            logger.warning("filled piece not kept", metadata: ["object": "\(key)", "error": "\(error)"])
-        }
+        keep(key, layout, index, bytes)
         return bytes
     }
 }

@@ -21,6 +21,8 @@ public final class TrackerLink: Service, Sendable {
         public var maxBackoff: Duration = .seconds(15)
         /// How long a want waits for the tracker's answer.
         public var wantTimeout: Duration = .seconds(2)
+        /// How long a request for checksums waits (the tracker may wait on the origin first).
+        public var checksumTimeout: Duration = .seconds(12)
 
         public init(url: String, appID: String, secret: String, peerID: String, publicURL: @escaping @Sendable () -> String) {
             self.url = url
@@ -34,7 +36,8 @@ public final class TrackerLink: Service, Sendable {
     struct State {
         var send: (@Sendable (String) async throws -> Void)?
         var nextRID = 0
-        var wants: [Int: CheckedContinuation<[SwarmPeer], Never>] = [:]
+        /// Requests waiting for the tracker's answer, by request id.
+        var waiting: [Int: CheckedContinuation<SwarmMessage?, Never>] = [:]
         var logins = 0
     }
 
@@ -90,7 +93,8 @@ public final class TrackerLink: Service, Sendable {
             try await WebSocketClient.connect(url: c.url, logger: logger) { inbound, outbound, _ in
                 let send: @Sendable (String) async throws -> Void = { text in try await outbound.write(.text(text)) }
                 try await send(SwarmMessage.login(LoginProof.sign(appID: c.appID, peerID: c.peerID, secret: c.secret), url: c.publicURL()).json)
-                var messages = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
+                // Checksums of a 4 GiB object in 256 KiB pieces are about 1.1 MB of JSON.
+                var messages = inbound.messages(maxSize: 8 << 20).makeAsyncIterator()
                 guard case .text(let first)? = try await messages.next(), let welcome = SwarmMessage(json: first) else { return }
                 guard welcome.type == "welcome" else {
                     box.withLock { $0 = "refused: \(welcome.reason ?? "?")" }
@@ -125,18 +129,18 @@ public final class TrackerLink: Service, Sendable {
     }
 
     private func received(_ m: SwarmMessage) {
-        guard m.type == "peers", let rid = m.rid else { return }
-        let waiter = state.withLock { $0.wants.removeValue(forKey: rid) }
-        waiter?.resume(returning: m.peers ?? [])
+        guard m.type == "peers" || m.type == "sums", let rid = m.rid else { return }
+        let waiter = state.withLock { $0.waiting.removeValue(forKey: rid) }
+        waiter?.resume(returning: m)
     }
 
     private func disconnected() {
-        let waiters = state.withLock { s -> [CheckedContinuation<[SwarmPeer], Never>] in
+        let waiters = state.withLock { s -> [CheckedContinuation<SwarmMessage?, Never>] in
             s.send = nil
-            defer { s.wants.removeAll() }
-            return Array(s.wants.values)
+            defer { s.waiting.removeAll() }
+            return Array(s.waiting.values)
         }
-        for w in waiters { w.resume(returning: []) }
+        for w in waiters { w.resume(returning: nil) }
     }
 
     private func send(type: String, objects: [String]) async throws {
@@ -153,30 +157,65 @@ public final class TrackerLink: Service, Sendable {
     /// Tells the tracker the node no longer holds `objects`.
     public func withdraw(_ objects: [String]) async { try? await send(type: "lost", objects: objects) }
 
+    /// Tells the tracker that `peer` sent a piece of `object` that failed verification.
+    public func report(_ peer: String, object: String) async {
+        guard let send = state.withLock({ $0.send }) else { return }
+        var m = SwarmMessage(type: "report")
+        m.peerId = peer
+        m.object = object
+        try? await send(m.json)
+    }
+
+    /// Asks the tracker's registry to prepare objects ahead of players (no-op while away).
+    public func prepare(_ refs: [ObjectRef]) async {
+        guard let send = state.withLock({ $0.send }), !refs.isEmpty else { return }
+        var m = SwarmMessage(type: "prepare")
+        m.refs = refs
+        try? await send(m.json)
+    }
+
     /// Peers holding `object`, best first; empty when the tracker is away or slow.
     public func want(_ object: String) async -> [SwarmPeer] {
-        guard let send = state.withLock({ $0.send }) else { return [] }
+        var want = SwarmMessage(type: "want")
+        want.object = object
+        return await request(want, timeout: configuration.wantTimeout)?.peers ?? []
+    }
+
+    /// The registry's checksums of `ref` (prepared first when need be); `.unavailable` when
+    /// the tracker is away or does not answer in time.
+    public func checksums(_ ref: ObjectRef, urgent: Bool) async -> ChecksumAnswer {
+        var m = SwarmMessage(type: "sums")
+        m.ref = ref
+        m.urgent = urgent
+        guard let answer = await request(m, timeout: configuration.checksumTimeout) else {
+            return ChecksumAnswer(state: .unavailable, reason: isConnected ? "the tracker did not answer in time" : "the tracker is away")
+        }
+        return answer.answer ?? ChecksumAnswer(state: .unavailable, reason: "the tracker sent no checksums")
+    }
+
+    /// Sends `message` with a new request id and waits for the answer carrying it; nil when
+    /// the tracker is away, goes away, or takes longer than `timeout`.
+    private func request(_ message: SwarmMessage, timeout: Duration) async -> SwarmMessage? {
+        guard let send = state.withLock({ $0.send }) else { return nil }
         let rid = state.withLock { s in
             s.nextRID += 1
             return s.nextRID
         }
-        var want = SwarmMessage(type: "want")
-        want.object = object
-        want.rid = rid
-        let text = want.json
-        let timeout = configuration.wantTimeout
+        var m = message
+        m.rid = rid
+        let text = m.json
         let timer = Task {
             try? await Task.sleep(for: timeout)
-            let waiter = self.state.withLock { $0.wants.removeValue(forKey: rid) }
-            waiter?.resume(returning: [])
+            let waiter = self.state.withLock { $0.waiting.removeValue(forKey: rid) }
+            waiter?.resume(returning: nil)
         }
         defer { timer.cancel() }
         return await withCheckedContinuation { continuation in
-            state.withLock { $0.wants[rid] = continuation }
+            state.withLock { $0.waiting[rid] = continuation }
             Task {
                 do { try await send(text) } catch {
-                    let waiter = self.state.withLock { $0.wants.removeValue(forKey: rid) }
-                    waiter?.resume(returning: [])
+                    let waiter = self.state.withLock { $0.waiting.removeValue(forKey: rid) }
+                    waiter?.resume(returning: nil)
                 }
             }
         }

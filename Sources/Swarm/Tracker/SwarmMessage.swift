@@ -13,6 +13,9 @@ import Foundation
 /// | `want` | node | `object`, `rid` |
 /// | `peers` | tracker | `rid`, `peers`: holders best first, each with a piece token |
 /// | `report` | node | `object`, `peerId`: that peer sent a piece that failed verification |
+/// | `sums` | node | `rid`, `ref`, `urgent`: the checksums of an object, prepared if need be |
+/// | `sums` | tracker | `rid`, `object`, `answer` (a `ChecksumAnswer`) |
+/// | `prepare` | node | `refs`: objects to prepare ahead of players, in playback order |
 public struct SwarmMessage: Codable, Sendable, Equatable {
     public var type: String
     public var appId: String?
@@ -27,6 +30,10 @@ public struct SwarmMessage: Codable, Sendable, Equatable {
     public var object: String?
     public var rid: Int?
     public var peers: [SwarmPeer]?
+    public var ref: ObjectRef?
+    public var refs: [ObjectRef]?
+    public var urgent: Bool?
+    public var answer: ChecksumAnswer?
 
     public init(type: String) { self.type = type }
 

@@ -32,13 +32,16 @@ public final class SwarmTracker: Sendable {
     public let messagesPerSecond: Double
     let verifier: LoginVerifier
     let secret: String
+    /// The checksum registry and the first seed: the node the tracker runs in.
+    let host: (any TrackerHost)?
     private let state = Mutex(State())
     private let logger: Logger
 
     public init(
         appID: String, secret: String, heartbeat: Duration = .seconds(10), peersPerWant: Int = 5, banAfter: Int = 3,
-        messagesPerSecond: Double = 50, logger: Logger
+        messagesPerSecond: Double = 50, host: (any TrackerHost)? = nil, logger: Logger
     ) {
+        self.host = host
         self.verifier = LoginVerifier(appID: appID, secret: secret)
         self.secret = secret
         self.heartbeat = heartbeat
@@ -88,6 +91,11 @@ public final class SwarmTracker: Sendable {
                 return "rate limit"
             }
             guard let message = SwarmMessage(json: text) else { continue }
+            if message.type == "sums" {
+                // The registry may have to wait for the origin: answered when it knows.
+                answerChecksums(message, from: peer, send: send)
+                continue
+            }
             if let answer = handle(message, from: peer) {
                 do { try await send(answer.json) } catch { return "closed" }
             }
@@ -144,8 +152,29 @@ public final class SwarmTracker: Sendable {
         case "report":
             if let bad = m.peerId, let object = m.object { report(bad, object: object, by: peer) }
             return nil
+        case "prepare":
+            if let refs = m.refs { host?.prepare(Array(refs.prefix(Self.maxRefsPerMessage))) }
+            return nil
         default:
             return nil
+        }
+    }
+
+    /// Read-ahead objects taken from one `prepare` message.
+    static let maxRefsPerMessage = 10_000
+
+    private func answerChecksums(_ m: SwarmMessage, from peer: String, send: @escaping @Sendable (String) async throws -> Void) {
+        state.withLock { s in s.sessions[peer]?.lastSeen = .now }
+        Task {
+            var answer = SwarmMessage(type: "sums")
+            answer.rid = m.rid
+            answer.object = m.ref?.key.id
+            if let ref = m.ref, let host {
+                answer.answer = await host.checksums(ref, urgent: m.urgent ?? true)
+            } else {
+                answer.answer = ChecksumAnswer(state: .unavailable, reason: host == nil ? "this tracker has no registry" : "no object named")
+            }
+            try? await send(answer.json)
         }
     }
 
@@ -159,7 +188,11 @@ public final class SwarmTracker: Sendable {
             for (id, _) in holders { s.sessions[id]?.handouts += 1 }
             return holders.map { ($0.key, $0.value.url) }
         }
-        return chosen.map { id, url in
+        var found = chosen
+        // The registry's prepared copy is the swarm's first seed: asked after the nodes, so
+        // that it serves what they do not hold yet.
+        if let host, host.seedPeerID != requester, host.holds(object) { found.append((host.seedPeerID, host.seedURL)) }
+        return found.map { id, url in
             SwarmPeer(peerId: id, url: url, token: PieceToken(requester: requester, holder: id, objectID: object, expiry: expiry).encoded(secret: secret))
         }
     }
@@ -208,4 +241,19 @@ struct TokenBucket {
         tokens -= 1
         return true
     }
+}
+
+/// What a tracker runs in: the node whose checksum registry answers `sums` and `prepare`, and
+/// whose piece store is the first seed of every object it prepared.
+public protocol TrackerHost: Sendable {
+    /// The seed's peer id (its piece tokens name it as holder).
+    var seedPeerID: String { get }
+    /// Where peers fetch the seed's pieces.
+    var seedURL: String { get }
+    /// Whether the seed holds pieces of an object.
+    func holds(_ objectID: String) -> Bool
+    /// The checksums of `ref`, preparing it first when need be (`urgent`: a player waits).
+    func checksums(_ ref: ObjectRef, urgent: Bool) async -> ChecksumAnswer
+    /// Queues objects for preparation ahead of players, in order.
+    func prepare(_ refs: [ObjectRef])
 }

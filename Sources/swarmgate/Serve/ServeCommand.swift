@@ -18,6 +18,8 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("piece-size"), help: "Bytes per piece of newly prepared objects (default 256KiB).") var pieceSize: String?
     @Option(name: .customLong("prepare-jobs"), help: "Prepare jobs that run at once (default 3).") var prepareJobs: String?
     @Option(help: "ws://HOST:PORT/swarm/v1/ws of the tracker (default: embedded).") var tracker: String?
+    @Option(name: .customLong("peer-url"), help: "Where other nodes fetch this node's pieces (default: the public URL).") var peerURL: String?
+    @Option(name: .customLong("peer-deadline"), help: "Seconds the swarm may take to deliver a piece before the CDN is asked (default 1.5).") var peerDeadline: String?
     @Option(name: .customLong("allow-origin"), help: "Origin hosts that may be fetched: host, host:port or *.suffix, comma-separated.") var allowOrigin: String?
     @Option(name: .customLong("inherit-query"), help: "Playlist query parameters copied onto its URIs: names or *.") var inheritQuery: String?
     @Option(name: .customLong("key-uris"), help: "EXT-X-KEY URIs: origin or proxy.") var keyURIs: String?
@@ -39,6 +41,8 @@ struct ServeCommand: AsyncParsableCommand {
         f["piece-size"] = pieceSize
         f["prepare-jobs"] = prepareJobs
         f["tracker"] = tracker
+        f["peer-deadline"] = peerDeadline
+        f["peer-url"] = peerURL
         f["allow-origin"] = allowOrigin
         f["inherit-query"] = inheritQuery
         f["key-uris"] = keyURIs
@@ -69,9 +73,6 @@ struct ServeCommand: AsyncParsableCommand {
         }
         guard let credentials = found else {
             throw ValidationError("--tracker needs the app secret: --app-secret-file FILE or SWARMGATE_APP_SECRET")
-        }
-        if configuration.tracker != nil {
-            logger.warning("peer piece transfers are not built yet: the node logs in to the tracker and announces what it holds, and serves from its cache and the CDN")
         }
         var demoRoot: URL?
         if configuration.demo {

@@ -11,7 +11,14 @@ struct TrackerCommand: AsyncParsableCommand {
 
     @Option(help: "A TOML file with settings.") var config: String?
     @Option(help: "HOST:PORT to listen on (default 127.0.0.1:8080).") var listen: String?
-    @Option(help: "The tracker's SQLite database.") var db: String?
+    @Option(help: "The tracker's SQLite database: the checksum registry and its prepare jobs.") var db: String?
+    @Option(name: .customLong("public-url"), help: "Base URL nodes fetch the tracker's seed pieces from.") var publicURL: String?
+    @Option(name: .customLong("cache-dir"), help: "Folder of the pieces the registry prepared (the first seed).") var cacheDir: String?
+    @Option(name: .customLong("cache-size"), help: "Hard bound of the seed's piece store, e.g. 10GiB.") var cacheSize: String?
+    @Option(name: .customLong("piece-size"), help: "Bytes per piece of newly prepared objects (default 256KiB).") var pieceSize: String?
+    @Option(name: .customLong("prepare-jobs"), help: "Prepare jobs that run at once (default 3).") var prepareJobs: String?
+    @Option(name: .customLong("max-object-size"), help: "Largest media object fetched from an origin, e.g. 4GiB.") var maxObjectSize: String?
+    @Option(name: .customLong("origin-idle-timeout"), help: "Seconds an origin may send nothing before a preparation fails.") var originIdleTimeout: String?
     @Option(name: .customLong("allow-origin"), help: "Origin hosts the registry may fetch: host, host:port or *.suffix, comma-separated.") var allowOrigin: String?
     @Option(name: .customLong("app-id"), help: "The app id nodes and tracker share.") var appID: String?
     @Option(name: .customLong("app-secret-file"), help: "A file holding the app secret (or set SWARMGATE_APP_SECRET).") var appSecretFile: String?
@@ -21,6 +28,13 @@ struct TrackerCommand: AsyncParsableCommand {
         f["config"] = config
         f["listen"] = listen
         f["db"] = db
+        f["public-url"] = publicURL
+        f["cache-dir"] = cacheDir
+        f["cache-size"] = cacheSize
+        f["piece-size"] = pieceSize
+        f["prepare-jobs"] = prepareJobs
+        f["max-object-size"] = maxObjectSize
+        f["origin-idle-timeout"] = originIdleTimeout
         f["allow-origin"] = allowOrigin
         f["app-id"] = appID
         f["app-secret-file"] = appSecretFile
@@ -31,26 +45,25 @@ struct TrackerCommand: AsyncParsableCommand {
         let environment = ProcessInfo.processInfo.environment
         let settings: Settings
         let found: SwarmCredentials?
+        var configuration: GatewayConfiguration
         do {
             settings = try Settings(SettingDefinitions.tracker, flags: givenFlags, environment: environment)
             found = try SwarmCredentials.from(settings, environment: environment, required: true)
+            configuration = try GatewayConfiguration(settings)
         } catch {
             throw ValidationError(error.message)
         }
         guard let credentials = found else {
             throw ValidationError("the tracker needs the app secret: --app-secret-file FILE or SWARMGATE_APP_SECRET")
         }
-        let listen = settings["listen"] ?? "127.0.0.1:8080"
-        guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]) else {
-            throw ValidationError("listen must be HOST:PORT, not '\(listen)'")
-        }
+        configuration.role = .tracker
         var logger = Logger(label: "swarmgate.tracker")
         logger.logLevel = .info
-        for name in ["db", "allow-origin"] where givenFlags[name] != nil {
-            logger.warning("setting has no effect yet: the tracker does not host the checksum registry yet", metadata: ["setting": "\(name)"])
-        }
-        let host = String(listen[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-        try await TrackerServer(host: host, port: port, credentials: credentials, logger: logger).run { bound in
+        let c = configuration
+        try await GatewayServer(configuration: c, credentials: credentials, logger: logger).run(makeOrigin: { c in
+            try OriginClientAdapter(allowOrigins: c.allowOrigins, idleTimeout: c.originIdleTimeout, maxObjectSize: c.maxObjectSize)
+        }) { bound, _ in
+            let host = c.host.contains(":") ? "[\(c.host)]" : c.host
             FileHandle.standardError.write(Data("swarmgate tracker \(GatewayResponder.version) listening on \(host):\(bound), ws://\(host):\(bound)/swarm/v1/ws\n".utf8))
         }
     }

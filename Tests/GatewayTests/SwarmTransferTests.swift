@@ -1,0 +1,255 @@
+import Foundation
+@testable import Gateway
+import PieceStore
+import Swarm
+import Testing
+
+/// Pieces moving between real processes on loopback: one tracker (registry and first seed),
+/// several gateway nodes, a byte-counting origin (Tests/python/object_origin.py) and players
+/// that fetch a VOD through their own node, following 302s to the origin as players do.
+@Suite("Swarm transfers", .serialized)
+final class SwarmTransferTests {
+    let secretFile: String
+    static let secret = "transfer-secret-7"
+
+    init() throws {
+        secretFile = FileManager.default.temporaryDirectory.appendingPathComponent("secret-\(UUID().uuidString)").path
+        try Data((Self.secret + "\n").utf8).write(to: URL(fileURLWithPath: secretFile))
+    }
+
+    /// `swarmgate tracker` keeping its registry and seed in `dir`.
+    func tracker(port: Int = 0, dir: String, originPort: Int) throws -> (LiveProcess, Int) {
+        let p = try LiveProcess(Live.binary, [
+            "tracker", "--listen", "127.0.0.1:\(port)", "--app-secret-file", secretFile, "--db", dir + "/registry.sqlite",
+            "--cache-dir", dir, "--allow-origin", "127.0.0.1:\(originPort)", "--piece-size", "64KiB",
+        ])
+        let bound = try p.waitForStderr(#/listening on 127\.0\.0\.1:(\d+)/#)
+        return (p, Int(bound)!)
+    }
+
+    /// A node logged in to the tracker on `trackerPort`.
+    func node(trackerPort: Int, originPort: Int, _ extra: [String] = []) throws -> (LiveProcess, Int) {
+        let (g, port) = try Live.gateway(
+            ["--allow-origin", "127.0.0.1:\(originPort)", "--tracker", "ws://127.0.0.1:\(trackerPort)/swarm/v1/ws", "--app-secret-file", secretFile]
+                + extra)
+        _ = try g.waitForStderr(#/(logged in) to the tracker/#)
+        return (g, port)
+    }
+
+    static func playlist(_ name: String, originPort: Int, segments: Int) -> String {
+        "/hls.vod.p2p.com/127.0.0.1:\(originPort)/vod/\(name).m3u8?segments=\(segments)&size=200000"
+    }
+
+    /// Plays `playlist` through the gateway on `port`: the playlist, then each segment in
+    /// order, a 302 followed to the origin. Returns each segment's bytes and how long it took.
+    static func play(port: Int, playlist: String) async throws -> [(body: Data, seconds: Double)] {
+        let list = try await HTTP.get("http://127.0.0.1:\(port)\(playlist)")
+        guard list.status == 200 else { throw TestFailure("playlist: \(list.status) \(list.text)") }
+        var out: [(Data, Double)] = []
+        for line in list.text.split(separator: "\n") where !line.hasPrefix("#") && !line.isEmpty {
+            let start = ContinuousClock.now
+            var r = try await HTTP.get(String(line))
+            if r.status == 302, let location = r.headers.first(where: { $0.key.lowercased() == "location" })?.value { r = try await HTTP.get(location) }
+            guard r.status == 200 else { throw TestFailure("\(line): \(r.status) \(r.text)") }
+            let d = ContinuousClock.now - start
+            out.append((r.body, Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18))
+        }
+        return out
+    }
+
+    /// The bytes of segment `k` of VOD `name` as the origin makes them (see object_origin.py).
+    static func segment(_ name: String, _ k: Int, size: Int = 200_000) -> Data {
+        let object = "\(name)/seg\(k).ts"
+        let h = object.utf8.reduce(0) { ($0 + Int($1)) } % 256
+        return Data((0..<size).map { UInt8(($0 * 7 + h + 13) % 256) })
+    }
+
+    /// Media bytes the origin sent for VOD `name` (segments fetched by nodes, the tracker and players).
+    static func originBytes(_ originPort: Int, _ name: String) async throws -> Int {
+        let r = try await HTTP.get("http://127.0.0.1:\(originPort)/__stats")
+        let all = try JSONSerialization.jsonObject(with: r.body) as? [String: [String: Any]] ?? [:]
+        return all.filter { $0.key.hasPrefix(name + "/") }.values.reduce(0) { $0 + (($1["bytes_sent"] as? Int) ?? 0) }
+    }
+
+    static func stat(_ port: Int) async throws -> [String: Any] {
+        try JSONSerialization.jsonObject(with: try await HTTP.get("http://127.0.0.1:\(port)/stat").body) as? [String: Any] ?? [:]
+    }
+
+    static func objectIDs(_ name: String, originPort: Int, segments: Int) -> [String] {
+        let host = "127.0.0.1:\(originPort)"
+        let xresid = XResIDs.derived(host, "/vod/\(name).m3u8")
+        return (0..<segments).map { ObjectKey(xresid: xresid, host: host, path: "/obj/\(name)/seg\($0).ts").id }
+    }
+
+    /// A peer that logs in with the right secret and claims objects (`have`); its pieces come
+    /// from `url` (object_origin.py's lying or slow peer). `announced` runs once the tracker
+    /// has taken the claim.
+    static func fakePeer(_ ws: String, id: String, url: String, have: SwarmMessage, announced: @escaping @Sendable () -> Void) -> Task<[SwarmMessage], any Error> {
+        let messages = [SwarmMessage.login(LoginProof.sign(appID: "swarmgate", peerID: id, secret: secret), url: url), have, SwarmMessage(type: "ping")]
+        return Task { try await WSExchange.run(ws, send: messages, replies: 2, hold: .seconds(20), onReplies: announced) }
+    }
+
+    func expectCorrect(_ played: [(body: Data, seconds: Double)], _ name: String, segments: Int) {
+        #expect(played.count == segments)
+        for (k, p) in played.enumerated() { #expect(p.body == Self.segment(name, k), "segment \(k) of \(name)") }
+    }
+
+    @Test func fourNodesPlayingOneVODTakeMostBytesFromEachOther() async throws {
+        let (origin, originPort) = try Live.objectOrigin()
+        defer { origin.stop() }
+        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
+        defer { t.stop() }
+        var nodes: [(LiveProcess, Int)] = []
+        defer { for n in nodes { n.0.stop() } }
+        for _ in 0..<4 { nodes.append(try node(trackerPort: trackerPort, originPort: originPort)) }
+        let segments = 12
+        let list = Self.playlist("four", originPort: originPort, segments: segments)
+        // Players start 2 s apart, each through its own node.
+        let played = try await withThrowingTaskGroup(of: [(body: Data, seconds: Double)].self) { group in
+            for (i, n) in nodes.enumerated() {
+                group.addTask {
+                    try await Task.sleep(for: .seconds(2 * i))
+                    return try await Self.play(port: n.1, playlist: list)
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        for p in played { expectCorrect(p, "four", segments: segments) }
+        let received = played.reduce(0) { $0 + $1.reduce(0) { $0 + $1.body.count } }
+        let fromOrigin = try await Self.originBytes(originPort, "four")
+        #expect(received == 4 * segments * 200_000)
+        #expect(Double(fromOrigin) <= 0.35 * Double(received), "the origin sent \(fromOrigin) of \(received) bytes")
+        // Pieces came from peers (the tracker's seed or other nodes), counted as such.
+        var p2p = 0
+        for n in nodes { p2p += try await Self.stat(n.1)["p2pBytes"] as? Int ?? 0 }
+        #expect(p2p > received / 2, "p2pBytes \(p2p)")
+        #expect(try await Self.stat(nodes[3].1)["peers"] as? Int ?? 0 >= 1)
+    }
+
+    @Test func aLyingPeerIsDroppedReportedAndBannedWhilePlayersGetCorrectBytes() async throws {
+        let (origin, originPort) = try Live.objectOrigin()
+        defer { origin.stop() }
+        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
+        defer { t.stop() }
+        let segments = 6
+        let (seeder, seederPort) = try node(trackerPort: trackerPort, originPort: originPort)
+        defer { seeder.stop() }
+        // The registry prepares the VOD (read-ahead from the playlist) before the liar comes.
+        _ = try await Self.play(port: seederPort, playlist: Self.playlist("lies", originPort: originPort, segments: segments))
+        // The liar logs in with the right secret, claims every segment, and answers every
+        // piece request with garbage (object_origin.py's /peer/v1/).
+        let have = SwarmMessage.have(Self.objectIDs("lies", originPort: originPort, segments: segments))
+        let ws = "ws://127.0.0.1:\(trackerPort)/swarm/v1/ws"
+        let (announced, signal) = AsyncStream.makeStream(of: Void.self)
+        let liar = Self.fakePeer(ws, id: "liar", url: "http://127.0.0.1:\(originPort)", have: have) { signal.yield() }
+        defer { liar.cancel() }
+        for await _ in announced { break }
+        let (player, playerPort) = try node(trackerPort: trackerPort, originPort: originPort)
+        defer { player.stop() }
+        let played = try await Self.play(port: playerPort, playlist: Self.playlist("lies", originPort: originPort, segments: segments))
+        expectCorrect(played, "lies", segments: segments)
+        let stat = try await Self.stat(playerPort)
+        #expect(stat["badPieces"] as? Int ?? 0 >= 3, "\(stat)")
+        #expect(stat["p2pBytes"] as? Int ?? 0 > 0)
+        // Three reports (one per object it lied about): banned, gone from the swarm, refused at login.
+        let peers = try await HTTP.get("http://127.0.0.1:\(trackerPort)/peers")
+        #expect(!peers.text.contains("liar"), "\(peers.text)")
+        let again = try await WSExchange.run(ws, send: [.login(LoginProof.sign(appID: "swarmgate", peerID: "liar", secret: Self.secret), url: "http://x")], replies: 1)
+        #expect(again.first?.type == "refused" && again.first?.reason?.contains("banned") == true)
+        #expect(t.stderr.contains("bad piece reported"))
+    }
+
+    @Test func aKilledPeerAndASlowPeerCostAtMostTheDeadlinePlusTheCDN() async throws {
+        let (origin, originPort) = try Live.objectOrigin()
+        defer { origin.stop() }
+        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
+        defer { t.stop() }
+        let segments = 4
+        let list = Self.playlist("faults", originPort: originPort, segments: segments)
+        let (a, aPort) = try node(trackerPort: trackerPort, originPort: originPort)
+        _ = try await Self.play(port: aPort, playlist: list)
+        // A slow peer (10 KB/s) claims everything; the node that held it all dies.
+        let have = SwarmMessage.have(Self.objectIDs("faults", originPort: originPort, segments: segments))
+        let (announced, signal) = AsyncStream.makeStream(of: Void.self)
+        let slow = Self.fakePeer("ws://127.0.0.1:\(trackerPort)/swarm/v1/ws", id: "slow", url: "http://127.0.0.1:\(originPort)/slow", have: have) {
+            signal.yield()
+        }
+        defer { slow.cancel() }
+        for await _ in announced { break }
+        a.stop(signal: SIGKILL)
+        let (b, bPort) = try node(trackerPort: trackerPort, originPort: originPort, ["--peer-deadline", "0.5"])
+        defer { b.stop() }
+        let played = try await Self.play(port: bPort, playlist: list)
+        expectCorrect(played, "faults", segments: segments)
+        // Each segment: pieces in parallel, each at most the deadline on peers, then the CDN.
+        for (k, p) in played.enumerated() { #expect(p.seconds < 0.5 + 2.5, "segment \(k) took \(p.seconds) s") }
+        let fallbacks = try await Self.stat(bPort)["fallbacks"] as? [String: Int] ?? [:]
+        #expect(fallbacks["deadline", default: 0] + fallbacks["peers_failed", default: 0] > 0, "\(fallbacks)")
+    }
+
+    @Test func withTheTrackerAwayNodesServeFromCDNAndOffloadResumesWhenItReturns() async throws {
+        let (origin, originPort) = try Live.objectOrigin()
+        defer { origin.stop() }
+        let dir = Live.cacheFolder()
+        let trackerPort = try GatewayServer.freeLoopbackPort()
+        var (t, _) = try tracker(port: trackerPort, dir: dir, originPort: originPort)
+        let segments = 4
+        let list = Self.playlist("away", originPort: originPort, segments: segments)
+        let (a, aPort) = try node(trackerPort: trackerPort, originPort: originPort)
+        defer { a.stop() }
+        let (b, bPort) = try node(trackerPort: trackerPort, originPort: originPort)
+        defer { b.stop() }
+        _ = try await Self.play(port: aPort, playlist: list)
+        t.stop(signal: SIGKILL)
+        _ = try b.waitForStderr(#/(reconnecting)/#)
+        // CDN only: b has no checksums and no tracker, so its players go to the origin.
+        let before = try await Self.originBytes(originPort, "away")
+        expectCorrect(try await Self.play(port: bPort, playlist: list), "away", segments: segments)
+        #expect(try await Self.originBytes(originPort, "away") - before == segments * 200_000)
+        #expect(try await Self.stat(bPort)["p2pBytes"] as? Int == 0)
+        // The tracker comes back with its registry and seed; b logs in again and takes pieces from the swarm.
+        (t, _) = try tracker(port: trackerPort, dir: dir, originPort: originPort)
+        defer { t.stop() }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while b.stderr.components(separatedBy: "logged in to the tracker").count - 1 < 2 {
+            guard ContinuousClock.now < deadline else { throw TestFailure("no second login: \(b.stderr)") }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let resumed = try await Self.originBytes(originPort, "away")
+        expectCorrect(try await Self.play(port: bPort, playlist: list), "away", segments: segments)
+        #expect(try await Self.originBytes(originPort, "away") == resumed, "everything came from the swarm")
+        #expect(try await Self.stat(bPort)["p2pBytes"] as? Int == segments * 200_000)
+    }
+
+    @Test func aNodeWithUploadOffServesNoPieces() async throws {
+        let (origin, originPort) = try Live.objectOrigin()
+        defer { origin.stop() }
+        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
+        defer { t.stop() }
+        let segments = 4
+        let list = Self.playlist("quiet", originPort: originPort, segments: segments)
+        let (a, aPort) = try node(trackerPort: trackerPort, originPort: originPort)
+        defer { a.stop() }
+        _ = try await Self.play(port: aPort, playlist: list)
+        _ = try await HTTP.get("http://127.0.0.1:\(aPort)/xdfs.p2p.com/feature?upload=0")
+        let (b, bPort) = try node(trackerPort: trackerPort, originPort: originPort)
+        defer { b.stop() }
+        expectCorrect(try await Self.play(port: bPort, playlist: list), "quiet", segments: segments)
+        #expect(try await Self.stat(aPort)["uploadBytes"] as? Int == 0, "upload=0: no piece leaves the node")
+        #expect(try await Self.stat(bPort)["p2pBytes"] as? Int == segments * 200_000, "the seed delivered instead")
+        // Uploads back on: the next node is served by it too (holders are asked before the seed).
+        _ = try await HTTP.get("http://127.0.0.1:\(aPort)/xdfs.p2p.com/feature?upload=1")
+        let (c, cPort) = try node(trackerPort: trackerPort, originPort: originPort)
+        defer { c.stop() }
+        expectCorrect(try await Self.play(port: cPort, playlist: list), "quiet", segments: segments)
+        #expect(try await Self.stat(aPort)["uploadBytes"] as? Int ?? 0 > 0)
+    }
+}
+
+extension SwarmMessage {
+    static func have(_ objects: [String]) -> SwarmMessage {
+        var m = SwarmMessage(type: "have")
+        m.objects = objects
+        return m
+    }
+}
