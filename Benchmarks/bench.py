@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """scripts/bench's driver: runs swarmgate and the peer it is compared to side by side, in one
 run, on the same generated inputs, and prints a table with the ratio and the target.
-Usage: bench.py SWARMGATE_BIN MANIFESTBENCH_BIN PYTHON [hls|dash|all]"""
+Usage: bench.py SWARMGATE_BIN MANIFESTBENCH_BIN PYTHON [hls|dash|gateway|swarm|all]"""
 import os
 import statistics
 import subprocess
@@ -77,10 +77,13 @@ def main():
             bench_hls(sg, mb, python, tmp)
         if which in ("dash", "all"):
             bench_dash(sg, mb, python, tmp)
+        sys.path.insert(0, HERE)
         if which in ("gateway", "all"):
-            sys.path.insert(0, HERE)
             import gateway_bench
             gateway_bench.run(sg, rows, row)
+        if which in ("swarm", "all"):
+            import swarm_bench
+            swarm_bench.run(sg, python, rows, row)
     print(f"machine: {os.cpu_count()} cores; {time.strftime('%Y-%m-%d')}")
     print("| benchmark | swarmgate | peer | ratio | target | met |")
     print("|---|---|---|---|---|---|")

@@ -38,6 +38,8 @@ public struct GatewayConfiguration: Sendable {
     public var registryPath: String { registryFile ?? cacheDirectory + "/registry.sqlite" }
     /// How long the swarm may take to deliver a piece before it comes from the origin by range.
     public var peerDeadline: Duration = .milliseconds(1500)
+    /// Segments after the one a player reads that are fetched from peers in the background.
+    public var prefetchSegments = 3
     /// What the process is: a gateway node, or a tracker (signalling, the checksum registry
     /// and the first seed; it serves no players).
     public var role = Role.node
@@ -108,6 +110,10 @@ public struct GatewayConfiguration: Sendable {
         if let t = s["peer-deadline"] {
             guard let seconds = Double(t), seconds >= 0, seconds <= 60 else { throw SettingsError("peer-deadline must be seconds (0 to 60), not '\(t)'") }
             peerDeadline = .milliseconds(Int64(seconds * 1000))
+        }
+        if let n = s["prefetch-segments"] {
+            guard let w = Int(n), (0...32).contains(w) else { throw SettingsError("prefetch-segments must be 0 to 32, not '\(n)'") }
+            prefetchSegments = w
         }
         if let t = s["origin-idle-timeout"] {
             guard let seconds = Double(t), seconds > 0 else { throw SettingsError("origin-idle-timeout must be seconds, not '\(t)'") }

@@ -26,6 +26,8 @@ public final class GatewayResponder: HTTPResponder {
     public let uploads: UploadSwitch
     let variables: StreamVariables
     let queuedPlaylists = RecentlyQueued(interval: .seconds(60))
+    /// VOD playlists' objects in playback order, for prefetching the next segments.
+    let playOrder = PlayOrder()
     /// The public URL, fixed once the server is bound (see `GatewayConfiguration.publicURLIsDefault`).
     let publicURL: Mutex<String>
     let logger: Logger
@@ -344,6 +346,7 @@ public final class GatewayResponder: HTTPResponder {
     func prepareAhead(_ references: [HLSReference], xresid: XResID, playlistQuery: String?) {
         let objects = mediaObjects(references, xresid: xresid, playlistQuery: playlistQuery)
         guard !objects.isEmpty else { return }
+        playOrder.record(objects.map { ObjectRef(key: $0.key, url: $0.url) })
         let node = node
         Task.detached(priority: .utility) { node.prepareAhead(objects.map { ObjectRef(key: $0.key, url: $0.url) }) }
     }
@@ -440,6 +443,43 @@ final class StreamVariables: Sendable {
         byStream.withLock { s in
             if s.count > 10_000 { s.removeAll() }  // bounded: a cache, not a registry
             s[xresid] = v
+        }
+    }
+}
+
+/// The media objects of recent VOD playlists in playback order: which objects follow the
+/// one a player reads. Bounded: the oldest playlists are forgotten.
+final class PlayOrder: Sendable {
+    struct State {
+        var lists: [[ObjectRef]] = []
+        /// Object id → (list, position).
+        var where_: [String: (list: Int, position: Int)] = [:]
+        var firstList = 0
+    }
+
+    static let maxLists = 256
+    private let state = Mutex(State())
+
+    func record(_ refs: [ObjectRef]) {
+        state.withLock { s in
+            if s.lists.count >= Self.maxLists {
+                let old = s.lists.removeFirst()
+                s.firstList += 1
+                for r in old where s.where_[r.key.id]?.list == s.firstList - 1 { s.where_[r.key.id] = nil }
+            }
+            let list = s.firstList + s.lists.count
+            s.lists.append(refs)
+            for (i, r) in refs.enumerated() { s.where_[r.key.id] = (list, i) }
+        }
+    }
+
+    /// Up to `count` objects after `key` in its playlist.
+    func after(_ key: ObjectKey, count: Int) -> [ObjectRef] {
+        guard count > 0 else { return [] }
+        return state.withLock { s in
+            guard let at = s.where_[key.id], at.list >= s.firstList else { return [] }
+            let refs = s.lists[at.list - s.firstList]
+            return Array(refs[min(at.position + 1, refs.count)..<min(at.position + 1 + count, refs.count)])
         }
     }
 }

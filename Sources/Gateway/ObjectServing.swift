@@ -57,6 +57,9 @@ extension GatewayResponder {
             case .failed: throw GatewayFailure(.badGateway, answer.reason ?? "preparation failed")
             }
         }
+        if configuration.prefetchSegments > 0 && node.link != nil {
+            node.prefetch(playOrder.after(key, count: configuration.prefetchSegments))
+        }
         let layout = checksums.layout
         var headers: HTTPFields = [.acceptRanges: "bytes", .contentType: entry.contentType ?? "application/octet-stream"]
         if let etag = entry.etag { headers[.eTag] = etag }
@@ -119,6 +122,7 @@ extension GatewayResponder {
                         (buffer, source) = try await pending.value
                     } else if let held = self.heldPiece(key, index, checksums: checksums) {
                         buffer = held
+                        source = self.prefetchedSource(key, index)
                     } else {
                         try await flush()
                         fetchAhead(after: index)
@@ -166,9 +170,17 @@ extension GatewayResponder {
         return buffer
     }
 
+    /// `.p2p` for a held piece that a prefetch took from a peer and no player has had yet,
+    /// else `.cache`.
+    func prefetchedSource(_ key: ObjectKey, _ index: Int) -> TrafficStats.Source {
+        guard let peer = node.takePrefetched(key, index) else { return .cache }
+        stats.notePeer(peer, xresid: key.xresid)
+        return .p2p
+    }
+
     /// One verified piece and where it came from: held by this node, else from peers or the origin.
     func piece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String) async throws -> (ByteBuffer, TrafficStats.Source) {
-        if let held = heldPiece(key, index, checksums: checksums) { return (held, .cache) }
+        if let held = heldPiece(key, index, checksums: checksums) { return (held, prefetchedSource(key, index)) }
         let got = try await node.obtain(key, index, checksums: checksums, url: url)
         let buffer = ByteBuffer(bytes: got.bytes)
         hotPieces.put(key, index, digest: checksums.digests[index], buffer)

@@ -28,10 +28,10 @@ final class SwarmTransferTests {
     }
 
     /// A node logged in to the tracker on `trackerPort`.
-    func node(trackerPort: Int, originPort: Int, _ extra: [String] = []) throws -> (LiveProcess, Int) {
+    func node(trackerPort: Int, originPort: Int, _ extra: [String] = [], cache: String = Live.cacheFolder()) throws -> (LiveProcess, Int) {
         let (g, port) = try Live.gateway(
             ["--allow-origin", "127.0.0.1:\(originPort)", "--tracker", "ws://127.0.0.1:\(trackerPort)/swarm/v1/ws", "--app-secret-file", secretFile]
-                + extra)
+                + extra, cache: cache)
         _ = try g.waitForStderr(#/(logged in) to the tracker/#)
         return (g, port)
     }
@@ -126,6 +126,32 @@ final class SwarmTransferTests {
         #expect(try await Self.stat(nodes[3].1)["peers"] as? Int ?? 0 >= 1)
     }
 
+    @Test func whileAPlayerReadsASegmentTheNextThreeComeFromPeersAhead() async throws {
+        let (origin, originPort) = try Live.objectOrigin()
+        defer { origin.stop() }
+        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
+        defer { t.stop() }
+        let list = Self.playlist("ahead", originPort: originPort, segments: 8)
+        let (a, aPort) = try node(trackerPort: trackerPort, originPort: originPort)
+        defer { a.stop() }
+        _ = try await Self.play(port: aPort, playlist: list)
+        let cache = Live.cacheFolder()
+        let (b, bPort) = try node(trackerPort: trackerPort, originPort: originPort, cache: cache)
+        defer { b.stop() }
+        let before = try await Self.originBytes(originPort, "ahead")
+        let playlist = try await HTTP.get("http://127.0.0.1:\(bPort)\(list)")
+        let urls = playlist.text.split(separator: "\n").filter { !$0.hasPrefix("#") }.map(String.init)
+        #expect(try await HTTP.get(urls[0]).body == Self.segment("ahead", 0))
+        // Segment 0 and the three after it are held; nothing further.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try Live.dataFiles(in: cache).count < 4 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(try Live.dataFiles(in: cache).count == 4)
+        for k in 1...3 { #expect(try await HTTP.get(urls[k]).body == Self.segment("ahead", k)) }
+        #expect(try await Self.originBytes(originPort, "ahead") == before, "all from peers")
+        #expect(try await Self.stat(bPort)["p2pBytes"] as? Int == 4 * 200_000, "prefetched pieces count as the swarm's when served")
+    }
+
     @Test func aLyingPeerIsDroppedReportedAndBannedWhilePlayersGetCorrectBytes() async throws {
         let (origin, originPort) = try Live.objectOrigin()
         defer { origin.stop() }
@@ -157,6 +183,40 @@ final class SwarmTransferTests {
         let again = try await WSExchange.run(ws, send: [.login(LoginProof.sign(appID: "swarmgate", peerID: "liar", secret: Self.secret), url: "http://x")], replies: 1)
         #expect(again.first?.type == "refused" && again.first?.reason?.contains("banned") == true)
         #expect(t.stderr.contains("bad piece reported"))
+    }
+
+    @Test func aNodeWhosePiecesRotOnDiskNeverSendsThemAndOthersStillGetCorrectBytes() async throws {
+        let (origin, originPort) = try Live.objectOrigin()
+        defer { origin.stop() }
+        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
+        defer { t.stop() }
+        let segments = 4
+        let list = Self.playlist("rot", originPort: originPort, segments: segments)
+        let cache = Live.cacheFolder()
+        var (a, aPort) = try node(trackerPort: trackerPort, originPort: originPort, cache: cache)
+        _ = try await Self.play(port: aPort, playlist: list)
+        a.stop()
+        // Every stored piece of every object gets one byte flipped; the node comes back with
+        // the same peer id and announces what it holds.
+        for file in try Live.dataFiles(in: cache) {
+            let h = try #require(FileHandle(forUpdatingAtPath: file))
+            let size = try h.seekToEnd()
+            for offset in stride(from: UInt64(1000), to: size, by: 65536) {
+                try h.seek(toOffset: offset)
+                let old = try #require(try h.read(upToCount: 1))
+                try h.seek(toOffset: offset)
+                h.write(Data([old[0] ^ 0xFF]))
+            }
+            try h.close()
+        }
+        (a, aPort) = try node(trackerPort: trackerPort, originPort: originPort, ["--memory-cache-size", "0"], cache: cache)
+        defer { a.stop() }
+        let (b, bPort) = try node(trackerPort: trackerPort, originPort: originPort)
+        defer { b.stop() }
+        expectCorrect(try await Self.play(port: bPort, playlist: list), "rot", segments: segments)
+        #expect(try await Self.stat(bPort)["badPieces"] as? Int == 0, "the rotten node verified its pieces before sending: none reached b")
+        #expect(try await Self.stat(aPort)["uploadBytes"] as? Int == 0)
+        #expect(try await Self.stat(aPort)["badPieces"] as? Int ?? 0 > 0, "a found the rot when asked")
     }
 
     @Test func aKilledPeerAndASlowPeerCostAtMostTheDeadlinePlusTheCDN() async throws {
@@ -236,7 +296,8 @@ final class SwarmTransferTests {
         defer { b.stop() }
         expectCorrect(try await Self.play(port: bPort, playlist: list), "quiet", segments: segments)
         #expect(try await Self.stat(aPort)["uploadBytes"] as? Int == 0, "upload=0: no piece leaves the node")
-        #expect(try await Self.stat(bPort)["p2pBytes"] as? Int == segments * 200_000, "the seed delivered instead")
+        let bStat = try await Self.stat(bPort)
+        #expect(bStat["p2pBytes"] as? Int == segments * 200_000, "the seed delivered instead: \(bStat)")
         // Uploads back on: the next node is served by it too (holders are asked before the seed).
         _ = try await HTTP.get("http://127.0.0.1:\(aPort)/xdfs.p2p.com/feature?upload=1")
         let (c, cPort) = try node(trackerPort: trackerPort, originPort: originPort)

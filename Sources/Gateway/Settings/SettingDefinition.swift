@@ -54,6 +54,7 @@ public enum SettingDefinitions {
         .init("cache-dir", default: "swarmgate-cache", help: "Folder of the piece cache."),
         .init("memory-cache-size", default: "128MiB", help: "Verified pieces kept in memory as well (0: read every piece from disk)."),
         .init("tracker", help: "ws://HOST:PORT/swarm/v1/ws of the tracker; without it, an embedded tracker."),
+        .init("prefetch-segments", default: "3", help: "Segments after the one a player reads that are fetched from peers in the background (0: none)."),
         .init("peer-url", help: "Where other nodes fetch this node's pieces, when not at the public URL."),
         .init("peer-deadline", default: "1.5", help: "Seconds the swarm may take to deliver a piece before it comes from the CDN by range."),
         .init("inherit-query", default: "", help: "Query parameters of a playlist URL copied onto its URIs: names, comma-separated, or *."),

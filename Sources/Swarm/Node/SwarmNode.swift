@@ -22,6 +22,12 @@ public final class SwarmNode: Sendable {
     let onFallback: @Sendable (FallbackReason) -> Void
     private let flights = Mutex<[String: Task<ObtainedPiece, any Error>]>([:])
     private let swarm = Mutex(SwarmState())
+    /// Pieces prefetched from peers and not served yet, with the peer that sent them: when a
+    /// player gets one, its bytes count as the swarm's.
+    private let prefetched = Mutex<[String: String]>([:])
+    private let prefetchedCount = Atomic<Int>(0)
+    /// Objects being prefetched now.
+    private let prefetching = Mutex<Set<String>>([])
     private let logger: Logger
 
     struct SwarmState {
@@ -182,9 +188,64 @@ public final class SwarmNode: Sendable {
         return try await task.value
     }
 
-    /// The piece from the first peer that sends it verified, within `peerDeadline`; nil (and
-    /// the reason counted) when none does.
-    private func fromPeers(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums) async -> ObtainedPiece? {
+    // MARK: prefetch
+
+    /// Fetches `refs` (the segments after the one a player reads) from peers in the
+    /// background, so that the player's next requests are cache hits. Peers only: what they
+    /// do not have is left for the player's own request (and the CDN).
+    public func prefetch(_ refs: [ObjectRef]) {
+        guard let link, link.isConnected else { return }
+        for ref in refs {
+            let id = ref.key.id
+            guard prefetching.withLock({ $0.insert(id).inserted }) else { continue }
+            Task(priority: .utility) {
+                defer { _ = self.prefetching.withLock { $0.remove(id) } }
+                await self.prefetchObject(ref, link: link)
+            }
+        }
+    }
+
+    private func prefetchObject(_ ref: ObjectRef, link: TrackerLink) async {
+        let key = ref.key
+        var checksums = registry.checksums(key)
+        if checksums == nil {
+            let answer = await link.checksums(ref, urgent: false)
+            guard let c = answer.checksums else { return }
+            registry.markReady(key, checksums: c, etag: answer.etag, lastModified: answer.lastModified, contentType: answer.contentType)
+            checksums = c
+        }
+        guard let checksums else { return }
+        for index in 0..<checksums.layout.count where !store.has(key, piece: index) {
+            guard await fromPeers(key, index, checksums: checksums, prefetch: true) != nil else { return }
+        }
+    }
+
+    /// Remembers that `peer` sent piece `index` of `key` ahead of any player (before the piece
+    /// is kept, so that the first player to read it sees where it came from).
+    private func notePrefetched(_ key: ObjectKey, _ index: Int, from peer: String) {
+        let added = prefetched.withLock { p -> Bool in
+            if p.count >= 100_000 { p.removeAll() }
+            return p.updateValue(peer, forKey: key.id + "#\(index)") == nil
+        }
+        if added { prefetchedCount.add(1, ordering: .relaxed) }
+    }
+
+    /// The peer that sent held piece `index` of `key` by prefetch, if it was and this is the
+    /// first time it is served.
+    public func takePrefetched(_ key: ObjectKey, _ index: Int) -> String? {
+        guard prefetchedCount.load(ordering: .relaxed) > 0 else { return nil }
+        guard let peer = prefetched.withLock({ $0.removeValue(forKey: key.id + "#\(index)") }) else { return nil }
+        prefetchedCount.subtract(1, ordering: .relaxed)
+        return peer
+    }
+
+    // MARK: peers
+
+    /// The piece from the first peer that sends it verified, within `peerDeadline`, kept in
+    /// the store; nil when none does (the reason counted, unless this is a `prefetch`).
+    private func fromPeers(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, prefetch: Bool = false) async -> ObtainedPiece? {
+        let count = self.onFallback
+        func onFallback(_ reason: FallbackReason) { if !prefetch { count(reason) } }
         guard let link, link.isConnected else {
             if self.link != nil { onFallback(.trackerAway) }
             return nil
@@ -230,6 +291,7 @@ public final class SwarmNode: Sendable {
                 await link.report(peer.peerId, object: key.id)
                 continue
             }
+            if prefetch { notePrefetched(key, index, from: peer.peerId) }
             keep(key, checksums.layout, index, bytes)
             return ObtainedPiece(bytes: bytes, peer: peer.peerId)
         }

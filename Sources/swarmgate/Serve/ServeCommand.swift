@@ -18,6 +18,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("piece-size"), help: "Bytes per piece of newly prepared objects (default 256KiB).") var pieceSize: String?
     @Option(name: .customLong("prepare-jobs"), help: "Prepare jobs that run at once (default 3).") var prepareJobs: String?
     @Option(help: "ws://HOST:PORT/swarm/v1/ws of the tracker (default: embedded).") var tracker: String?
+    @Option(name: .customLong("prefetch-segments"), help: "Segments after the one a player reads fetched from peers ahead (default 3).") var prefetchSegments: String?
     @Option(name: .customLong("peer-url"), help: "Where other nodes fetch this node's pieces (default: the public URL).") var peerURL: String?
     @Option(name: .customLong("peer-deadline"), help: "Seconds the swarm may take to deliver a piece before the CDN is asked (default 1.5).") var peerDeadline: String?
     @Option(name: .customLong("allow-origin"), help: "Origin hosts that may be fetched: host, host:port or *.suffix, comma-separated.") var allowOrigin: String?
@@ -43,6 +44,7 @@ struct ServeCommand: AsyncParsableCommand {
         f["tracker"] = tracker
         f["peer-deadline"] = peerDeadline
         f["peer-url"] = peerURL
+        f["prefetch-segments"] = prefetchSegments
         f["allow-origin"] = allowOrigin
         f["inherit-query"] = inheritQuery
         f["key-uris"] = keyURIs

@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""Swarm benchmarks for scripts/bench, side by side with a CDN-only run on loopback:
+  1. offload for 2, 4 and 8 nodes on one VOD: one tracker, N nodes logged in to it, one player
+     per node, players starting 1 s apart; offload = 1 - (media bytes the origin sent) / (media
+     bytes the players received), against the ideal 1 - 1/N (the origin sends every byte once)
+  2. p95 segment latency of those players vs the same players fetching the same VOD straight
+     from the origin (CDN only)
+The origin is Tests/python/object_origin.py, which counts the bytes it sends per object; every
+run uses a fresh VOD name, so runs share no cache. A player fetches the playlist, then every
+segment in order, back to back, each on a new connection, following a 302 to the origin as a
+player does (a segment's time includes the redirect); every segment's bytes are checked.
+Used by bench.py, or alone: swarm_bench.py SWARMGATE_BIN [PYTHON]. Everything binds 127.0.0.1
+only and every loop is bounded."""
+import http.client
+import json
+import os
+import re
+import secrets
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from urllib.parse import urljoin, urlsplit
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ORIGIN = os.path.join(HERE, "..", "Tests", "python", "object_origin.py")
+NODE_COUNTS = (2, 4, 8)
+SEGMENTS, SIZE = 12, 500000  # one VOD: 12 segments of 500 kB
+STAGGER = 1.0  # seconds between one player's start and the next one's
+PLAYER_TIMEOUT = 300  # seconds a whole run of players may take
+
+
+class Child:
+    """A process started here; a thread collects its stderr (so the pipe never fills)."""
+
+    def __init__(self, cmd, stdout=subprocess.DEVNULL):
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=stdout, stderr=subprocess.PIPE)
+        self.lock = threading.Lock()
+        self.err = ""
+        threading.Thread(target=self._collect, daemon=True).start()
+
+    def _collect(self):
+        for line in iter(self.proc.stderr.readline, b""):
+            with self.lock:
+                self.err += line.decode(errors="replace")
+
+    def stderr(self):
+        with self.lock:
+            return self.err
+
+    def wait_stderr(self, pattern, timeout=30):
+        """Waits until stderr matches `pattern` (a regex); returns the match."""
+        end = time.time() + timeout
+        while time.time() < end:
+            m = re.search(pattern, self.stderr())
+            if m:
+                return m
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise RuntimeError(f"{self.proc.args[:2]} did not print {pattern!r}; stderr:\n{self.stderr()[-2000:]}")
+
+    def stop(self, kill=False):
+        """SIGTERM (SIGKILL if `kill`, or if it has not exited after 10 s); closes its stdin first."""
+        try:
+            self.proc.stdin.close()  # the origin exits when its stdin closes
+        except OSError:
+            pass
+        if self.proc.poll() is None:
+            self.proc.kill() if kill else self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def get(url):
+    """One GET on a new connection, redirects not followed: (status, Location, body)."""
+    u = urlsplit(url)
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    try:
+        c.request("GET", u.path + ("?" + u.query if u.query else ""))
+        r = c.getresponse()
+        return r.status, r.getheader("Location"), r.read()
+    finally:
+        c.close()
+
+
+def segment_bytes(name, k, size):
+    """Segment k of VOD `name` as object_origin.py makes it: byte i is (7i + h + 13) % 256 with
+    h = sum(utf-8 bytes of the object name) % 256 (every object at version 1)."""
+    base = (sum(f"{name}/seg{k}.ts".encode()) + 13) % 256
+    start = base * 183 % 256  # 183 is the inverse of 7 mod 256: (7 * start) % 256 == base
+    pattern = bytes(7 * j % 256 for j in range(256)) * (size // 256 + 2)
+    return pattern[start:start + size]
+
+
+def play(playlist, expected):
+    """Plays the VOD at URL `playlist`: the playlist, then each segment in order, a 302 followed
+    to its Location. Returns each segment's seconds and the media bytes received."""
+    status, _, body = get(playlist)
+    if status != 200:
+        raise RuntimeError(f"{playlist}: {status} {body[:200]!r}")
+    urls = [urljoin(playlist, line) for line in body.decode().splitlines() if line and not line.startswith("#")]
+    if len(urls) != len(expected):
+        raise RuntimeError(f"{playlist}: {len(urls)} segments, expected {len(expected)}")
+    times, received = [], 0
+    for k, url in enumerate(urls):
+        start = time.perf_counter()
+        status, location, data = get(url)
+        if status == 302 and location:
+            status, _, data = get(urljoin(url, location))
+        times.append(time.perf_counter() - start)
+        if status != 200 or data != expected[k]:
+            raise RuntimeError(f"{url}: {status}, {len(data)} bytes, {'right' if data == expected[k] else 'wrong'} bytes")
+        received += len(data)
+    return times, received
+
+
+def players(playlists, expected):
+    """One player per playlist URL, started STAGGER seconds apart. Returns every segment's
+    seconds over all players and the media bytes they received; a failed player fails the run."""
+    results = [None] * len(playlists)
+
+    def one(i):
+        time.sleep(i * STAGGER)
+        try:
+            results[i] = play(playlists[i], expected)
+        except Exception as e:  # reported by the caller's thread
+            results[i] = e
+    threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(len(playlists))]
+    for t in threads:
+        t.start()
+    end = time.time() + PLAYER_TIMEOUT
+    for t in threads:
+        t.join(max(0, end - time.time()))
+    if any(t.is_alive() for t in threads):
+        raise RuntimeError(f"players still running after {PLAYER_TIMEOUT} s")
+    for r in results:
+        if isinstance(r, Exception):
+            raise r
+    return [s for r in results for s in r[0]], sum(r[1] for r in results)
+
+
+def p95(values):
+    """Nearest-rank 95th percentile."""
+    v = sorted(values)
+    return v[max(0, -(-95 * len(v) // 100) - 1)]
+
+
+def origin_bytes(port, name, settle=1.0, timeout=20):
+    """Media bytes the origin sent for VOD `name` (nodes, the tracker and players), once the
+    figure has not moved for `settle` seconds (the tracker may still be reading ahead)."""
+    last, since, end = -1, time.time(), time.time() + timeout
+    while time.time() < end:
+        _, _, body = get(f"http://127.0.0.1:{port}/__stats")
+        sent = sum(s["bytes_sent"] for k, s in json.loads(body).items() if k.startswith(name + "/"))
+        if sent != last:
+            last, since = sent, time.time()
+        elif time.time() - since >= settle:
+            break
+        time.sleep(0.1)
+    return last
+
+
+def vod(name):
+    return f"/vod/{name}.m3u8?segments={SEGMENTS}&size={SIZE}"
+
+
+def cdn_run(origin_port, n):
+    """n players straight from the origin: every segment's seconds."""
+    name = f"cdn{n}-{secrets.token_hex(4)}"
+    expected = [segment_bytes(name, k, SIZE) for k in range(SEGMENTS)]
+    times, _ = players([f"http://127.0.0.1:{origin_port}{vod(name)}"] * n, expected)
+    return times
+
+
+def swarm_run(swarmgate, tmp, secret_file, origin_port, n):
+    """A tracker and n nodes logged in to it, one player per node: every segment's seconds,
+    the media bytes the players received and the media bytes the origin sent."""
+    name = f"n{n}-{secrets.token_hex(4)}"
+    expected = [segment_bytes(name, k, SIZE) for k in range(SEGMENTS)]
+    allow = ["--allow-origin", f"127.0.0.1:{origin_port}"]
+    children, failed = [], True
+    try:
+        tdir = os.path.join(tmp, f"tracker-{name}")
+        tracker = Child([swarmgate, "tracker", "--listen", "127.0.0.1:0", "--app-secret-file", secret_file,
+                         "--db", os.path.join(tdir, "registry.sqlite"), "--cache-dir", tdir] + allow)
+        children.append(tracker)
+        tport = int(tracker.wait_stderr(r"listening on 127\.0\.0\.1:(\d+)").group(1))
+        for i in range(n):
+            children.append(Child([swarmgate, "serve", "--listen", "127.0.0.1:0", "--cache-dir",
+                                   os.path.join(tmp, f"node{i}-{name}"), "--tracker",
+                                   f"ws://127.0.0.1:{tport}/swarm/v1/ws", "--app-secret-file", secret_file] + allow))
+        ports = []
+        for node in children[1:]:
+            ports.append(int(node.wait_stderr(r"listening on 127\.0\.0\.1:(\d+)").group(1)))
+            node.wait_stderr(r"logged in to the tracker")
+        times, received = players([f"http://127.0.0.1:{p}/hls.vod.p2p.com/127.0.0.1:{origin_port}{vod(name)}"
+                                   for p in ports], expected)
+        sent = origin_bytes(origin_port, name)
+        failed = False
+        return times, received, sent
+    finally:
+        for c in reversed(children):
+            c.stop(kill=failed)
+
+
+def run(swarmgate, python, rows, row):
+    with tempfile.TemporaryDirectory() as tmp:
+        secret_file = os.path.join(tmp, "secret")
+        with open(secret_file, "w") as f:
+            f.write(secrets.token_hex(16) + "\n")
+        origin = Child([python, ORIGIN], stdout=subprocess.PIPE)
+        failed = True
+        try:
+            origin_port = int(origin.proc.stdout.readline())
+            for n in NODE_COUNTS:
+                cdn = p95(cdn_run(origin_port, n))
+                times, received, sent = swarm_run(swarmgate, tmp, secret_file, origin_port, n)
+                offload, ideal = 1 - sent / received, 1 - 1 / n
+                row(f"swarm offload, {n} nodes on one VOD ({SEGMENTS} x {SIZE // 1000} kB), players {STAGGER:g} s apart",
+                    f"{offload:.2f} ({sent / 1e6:.1f} of {received / 1e6:.1f} MB from the origin)",
+                    f"{ideal:.2f} ideal (1 - 1/{n})", f"{offload / ideal:.2f}x ideal",
+                    f">= 0.8x ideal ({0.8 * ideal:.2f})", offload >= 0.8 * ideal)
+                ours = p95(times)
+                row(f"p95 segment latency, {n} nodes ({len(times)} segments) vs the same players CDN only",
+                    f"{ours * 1000:.1f} ms", f"{cdn * 1000:.1f} ms", f"{ours / cdn:.2f}x CDN", "<= 1.2x", ours <= 1.2 * cdn)
+            failed = False
+        finally:
+            origin.stop(kill=failed)
+
+
+if __name__ == "__main__":
+    table = []
+    run(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else sys.executable, table,
+        lambda *r: table.append((*r[:5], "yes" if r[5] else "NO")))
+    print("| benchmark | swarmgate | peer | ratio | target | met |")
+    print("|---|---|---|---|---|---|")
+    for r in table:
+        print("| " + " | ".join(r) + " |")
+    sys.exit(0 if all(r[5] == "yes" for r in table) else 1)
