@@ -31,7 +31,8 @@ struct FaultTests {
             let elapsed = ContinuousClock.now - start
             #expect(error?.code == .timeout)
             #expect(error?.httpStatusForGateway == 504)
-            #expect(elapsed >= .seconds(1) && elapsed < .seconds(4))
+            // Well under the 10 s default either way: a bound with room for a loaded machine.
+            #expect(elapsed >= .seconds(1) && elapsed < .seconds(8))
         }
     }
 
@@ -41,7 +42,8 @@ struct FaultTests {
             let start = ContinuousClock.now
             let error = await failure { try await client.fetch(request).body.collect(upTo: 100) }
             #expect(error?.code == .timeout)
-            #expect(ContinuousClock.now - start < .seconds(3))
+            // The client's own idle timeout is 10 s: ending well before it shows the request's took over.
+            #expect(ContinuousClock.now - start < .seconds(8))
         }
     }
 
