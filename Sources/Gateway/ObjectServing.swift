@@ -75,7 +75,7 @@ extension GatewayResponder {
         let xresid = proxy.xresid.value
         // The first piece before the head goes out: an origin that cannot fill it still gets
         // an error status rather than an aborted 200.
-        let firstPiece: (HeldPiece, TrafficStats.Source)
+        let firstPiece: (ByteBuffer, TrafficStats.Source)
         do {
             firstPiece = try await piece(key, layout.index(at: first), checksums: checksums, url: url)
         } catch {
@@ -86,10 +86,10 @@ extension GatewayResponder {
             status: status, headers: headers,
             body: ResponseBody(contentLength: Int(count)) { writer in
                 var offset = start
-                var next: (HeldPiece, TrafficStats.Source)? = firstPiece
+                var next: (ByteBuffer, TrafficStats.Source)? = firstPiece
                 // Missing pieces ahead of the one being sent, fetched at once (from several
                 // peers, or origin ranges) so that one slow source does not hold up the rest.
-                var ahead: [Int: Task<(HeldPiece, TrafficStats.Source), any Error>] = [:]
+                var ahead: [Int: Task<(ByteBuffer, TrafficStats.Source), any Error>] = [:]
                 let lastIndex = layout.index(at: end - 1)
                 func fetchAhead(after index: Int) {
                     guard index < lastIndex else { return }
@@ -111,7 +111,7 @@ extension GatewayResponder {
                 }
                 while offset < end {
                     let index = layout.index(at: offset)
-                    var buffer: HeldPiece
+                    var buffer: ByteBuffer
                     var source = TrafficStats.Source.cache
                     if let n = next {
                         (buffer, source) = n
@@ -129,8 +129,8 @@ extension GatewayResponder {
                         (buffer, source) = try await self.piece(key, index, checksums: checksums, url: url)
                     }
                     let skip = Int(offset - layout.offset(of: index))
-                    let take = Int(min(Int64(buffer.count - skip), end - offset))
-                    let part = buffer.chunk(offset: skip, length: take)
+                    let take = Int(min(Int64(buffer.readableBytes - skip), end - offset))
+                    let part = buffer.getSlice(at: buffer.readerIndex + skip, length: take)!
                     if source == .cache {
                         if batched >= Self.batchBytes { try await flush() }
                         batch.append(part)
@@ -147,14 +147,14 @@ extension GatewayResponder {
             })
     }
 
-    /// The most bytes of held pieces gathered into one write (slices or memfd regions, never copies).
+    /// The most bytes of held pieces gathered into one write (slices, never copies).
     static let batchBytes = 4 << 20
     /// Missing pieces of one response fetched at once.
     static let piecesInFlight = 4
 
     /// Piece `index` of `key` if this node holds it, verified: from memory, else read from the
     /// store (SHA-256-checked) and kept in memory. Never goes to the origin.
-    func heldPiece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums) -> HeldPiece? {
+    func heldPiece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums) -> ByteBuffer? {
         let digest = checksums.digests[index]
         if let hot = hotPieces.get(key, index, digest: digest) { return hot }
         let size = checksums.layout.size(of: index)
@@ -166,7 +166,8 @@ extension GatewayResponder {
             return n
         }
         guard held else { return nil }
-        return hotPieces.put(key, index, digest: digest, buffer)
+        hotPieces.put(key, index, digest: digest, buffer)
+        return buffer
     }
 
     /// `.p2p` for a held piece that a prefetch took from a peer and no player has had yet,
@@ -178,10 +179,11 @@ extension GatewayResponder {
     }
 
     /// One verified piece and where it came from: held by this node, else from peers or the origin.
-    func piece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String) async throws -> (HeldPiece, TrafficStats.Source) {
+    func piece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String) async throws -> (ByteBuffer, TrafficStats.Source) {
         if let held = heldPiece(key, index, checksums: checksums) { return (held, prefetchedSource(key, index)) }
         let got = try await node.obtain(key, index, checksums: checksums, url: url)
-        let buffer = hotPieces.put(key, index, digest: checksums.digests[index], ByteBuffer(bytes: got.bytes))
+        let buffer = ByteBuffer(bytes: got.bytes)
+        hotPieces.put(key, index, digest: checksums.digests[index], buffer)
         guard let peer = got.peer else { return (buffer, .cdn) }
         stats.notePeer(peer, xresid: key.xresid)
         return (buffer, .p2p)

@@ -18,14 +18,11 @@ extension GatewayResponder {
         else { throw GatewayFailure(.forbidden, "no valid piece token") }
         guard let info = node.store.info(id: objectID), let checksums = node.registry.checksums(info.key), index < checksums.layout.count
         else { throw GatewayFailure(.notFound, "piece not held") }
-        guard let piece = heldPiece(info.key, index, checksums: checksums) else { throw GatewayFailure(.notFound, "piece not held") }
-        stats.addUpload(piece.count, xresid: info.key.xresid)
+        guard let buffer = heldPiece(info.key, index, checksums: checksums) else { throw GatewayFailure(.notFound, "piece not held") }
+        stats.addUpload(buffer.readableBytes, xresid: info.key.xresid)
         return Response(
-            status: .ok, headers: [.contentType: "application/octet-stream", .contentLength: String(piece.count)],
-            body: ResponseBody(contentLength: piece.count) { writer in
-                try await writer.write(piece.chunk(offset: 0, length: piece.count))
-                try await writer.finish(nil)
-            })
+            status: .ok, headers: [.contentType: "application/octet-stream", .contentLength: String(buffer.readableBytes)],
+            body: .init(byteBuffer: buffer))
     }
 }
 

@@ -12,10 +12,8 @@ enum TrackerEndpoint {
     static let path = "/swarm/v1/ws"
 
     static func server(_ tracker: SwarmTracker?) -> HTTPServerBuilder {
-        // Every connection gets the writer that sends sealed pieces with sendfile (`ZeroCopy`).
-        let http1 = HTTP1Channel.Configuration(additionalChannelHandlers: [ZeroCopyInstaller()])
-        guard let tracker else { return .http1(configuration: http1) }
-        return .http1WebSocketUpgrade(configuration: .init(http1: http1)) { request, _, _ in
+        guard let tracker else { return .http1() }
+        return .http1WebSocketUpgrade { request, _, _ in
             guard request.path == path else { return .dontUpgrade }
             return .upgrade([:]) { inbound, outbound, _ in
                 let texts = inbound.messages(maxSize: 1 << 20).compactMap { message -> String? in
