@@ -325,7 +325,29 @@ public final class GatewayResponder: HTTPResponder {
 
     /// Whether a media playlist is VOD (its segment list is final).
     static func isVOD(_ body: [UInt8]) -> Bool {
-        body.firstRange(of: Array("#EXT-X-ENDLIST".utf8)) != nil || body.firstRange(of: Array("#EXT-X-PLAYLIST-TYPE:VOD".utf8)) != nil
+        contains(body, endList) || contains(body, vodType)
+    }
+
+    static let endList = Array("#EXT-X-ENDLIST".utf8)
+    static let vodType = Array("#EXT-X-PLAYLIST-TYPE:VOD".utf8)
+
+    /// Whether `needle` (not empty) occurs in `body`: memchr for its first byte, memcmp for the
+    /// rest. (Foundation's `firstRange(of:)` on byte arrays costs about 2 ms per 20 KB playlist.)
+    static func contains(_ body: [UInt8], _ needle: [UInt8]) -> Bool {
+        guard !needle.isEmpty, body.count >= needle.count else { return false }
+        return body.withUnsafeBytes { h in
+            needle.withUnsafeBytes { n in
+                let base = h.baseAddress!
+                let last = h.count - n.count
+                var i = 0
+                while i <= last, let hit = memchr(base + i, Int32(n[0]), last - i + 1) {
+                    let at = base.distance(to: UnsafeRawPointer(hit))
+                    if memcmp(base + at, n.baseAddress!, n.count) == 0 { return true }
+                    i = at + 1
+                }
+                return false
+            }
+        }
     }
 
     /// The media objects (segments, init sections, parts) a playlist lists, in playback order,
