@@ -368,9 +368,12 @@ public final class GatewayResponder: HTTPResponder {
     func prepareAhead(_ references: [HLSReference], xresid: XResID, playlistQuery: String?) {
         let objects = mediaObjects(references, xresid: xresid, playlistQuery: playlistQuery)
         guard !objects.isEmpty else { return }
-        playOrder.record(objects.map { ObjectRef(key: $0.key, url: $0.url) })
+        let refs = objects.map { ObjectRef(key: $0.key, url: $0.url) }
+        playOrder.record(refs)
+        // A player asks for the first segments next: in a swarm, they are fetched from peers now.
+        if configuration.prefetchSegments > 0 && node.link != nil { node.prefetch(Array(refs.prefix(configuration.prefetchSegments))) }
         let node = node
-        Task.detached(priority: .utility) { node.prepareAhead(objects.map { ObjectRef(key: $0.key, url: $0.url) }) }
+        Task.detached(priority: .utility) { node.prepareAhead(refs) }
     }
 
     /// Streams a media object from the origin. When the client asked for a range and the origin

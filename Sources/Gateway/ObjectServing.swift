@@ -73,24 +73,33 @@ extension GatewayResponder {
         }
         let url = proxy.origin.string
         let xresid = proxy.xresid.value
+        // Missing pieces after the first start now, from several peers (or origin ranges) at
+        // once, so that neither the first piece nor one slow source holds up the rest.
+        let firstIndex = layout.index(at: first)
+        let lastIndex = layout.index(at: first + count - 1)
+        var started: [Int: Task<(ByteBuffer, TrafficStats.Source), any Error>] = [:]
+        if firstIndex < lastIndex && !node.store.has(key, piece: firstIndex) {
+            for j in (firstIndex + 1)...min(firstIndex + Self.piecesInFlight - 1, lastIndex) where !node.store.has(key, piece: j) {
+                started[j] = Task { try await self.piece(key, j, checksums: checksums, url: url) }
+            }
+        }
         // The first piece before the head goes out: an origin that cannot fill it still gets
         // an error status rather than an aborted 200.
         let firstPiece: (ByteBuffer, TrafficStats.Source)
         do {
-            firstPiece = try await piece(key, layout.index(at: first), checksums: checksums, url: url)
+            firstPiece = try await piece(key, firstIndex, checksums: checksums, url: url)
         } catch {
-            throw GatewayFailure(.badGateway, "cannot fill piece \(layout.index(at: first)) of the object: \(error)")
+            throw GatewayFailure(.badGateway, "cannot fill piece \(firstIndex) of the object: \(error)")
         }
         let (start, end) = (first, first + count)
+        let startedAhead = started
         return Response(
             status: status, headers: headers,
             body: ResponseBody(contentLength: Int(count)) { writer in
                 var offset = start
                 var next: (ByteBuffer, TrafficStats.Source)? = firstPiece
-                // Missing pieces ahead of the one being sent, fetched at once (from several
-                // peers, or origin ranges) so that one slow source does not hold up the rest.
-                var ahead: [Int: Task<(ByteBuffer, TrafficStats.Source), any Error>] = [:]
-                let lastIndex = layout.index(at: end - 1)
+                // Missing pieces ahead of the one being sent, fetched at once.
+                var ahead = startedAhead
                 func fetchAhead(after index: Int) {
                     guard index < lastIndex else { return }
                     for j in (index + 1)...min(index + Self.piecesInFlight - 1, lastIndex)
