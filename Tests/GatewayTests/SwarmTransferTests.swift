@@ -102,7 +102,11 @@ final class SwarmTransferTests {
         var nodes: [(LiveProcess, Int)] = []
         defer { for n in nodes { n.0.stop() } }
         for _ in 0..<4 { nodes.append(try node(trackerPort: trackerPort, originPort: originPort)) }
+        let peers = try await HTTP.get("http://127.0.0.1:\(trackerPort)/peers")
+        #expect(((try JSONSerialization.jsonObject(with: peers.body) as? [String: Any])?["peers"] as? [String])?.count == 4)
         let segments = 12
+        // A tracker serves nodes, not players.
+        #expect(try await HTTP.get("http://127.0.0.1:\(trackerPort)\(Self.playlist("four", originPort: originPort, segments: segments))").status == 404)
         let list = Self.playlist("four", originPort: originPort, segments: segments)
         // Players start 2 s apart, each through its own node.
         let played = try await withThrowingTaskGroup(of: [(body: Data, seconds: Double)].self) { group in
