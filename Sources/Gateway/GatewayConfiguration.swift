@@ -36,8 +36,9 @@ public struct GatewayConfiguration: Sendable {
     /// The registry's SQLite file (`--db` of the tracker; default: in the cache folder).
     public var registryFile: String?
     public var registryPath: String { registryFile ?? cacheDirectory + "/registry.sqlite" }
-    /// How long the swarm may take to deliver a piece before it comes from the origin by range.
-    public var peerDeadline: Duration = .milliseconds(1500)
+    /// How long the swarm may take to deliver a piece before it comes from the origin by range;
+    /// nil ("auto"): a quarter of the segment's duration (0.5 to 3 s), 1.5 s when unknown.
+    public var peerDeadline: Duration?
     /// Segments after the one a player reads that are fetched from peers in the background.
     public var prefetchSegments = 3
     /// What the process is: a gateway node, or a tracker (signalling, the checksum registry
@@ -107,8 +108,8 @@ public struct GatewayConfiguration: Sendable {
             do { _ = try OriginURL(url) } catch { throw SettingsError("peer-url: \(error.message)") }
             peerURL = url
         }
-        if let t = s["peer-deadline"] {
-            guard let seconds = Double(t), seconds >= 0, seconds <= 60 else { throw SettingsError("peer-deadline must be seconds (0 to 60), not '\(t)'") }
+        if let t = s["peer-deadline"], t != "auto" {
+            guard let seconds = Double(t), seconds >= 0, seconds <= 60 else { throw SettingsError("peer-deadline must be auto or seconds (0 to 60), not '\(t)'") }
             peerDeadline = .milliseconds(Int64(seconds * 1000))
         }
         if let n = s["prefetch-segments"] {

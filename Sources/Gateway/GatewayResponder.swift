@@ -352,13 +352,13 @@ public final class GatewayResponder: HTTPResponder {
 
     /// The media objects (segments, init sections, parts) a playlist lists, in playback order,
     /// each once: its key and the origin URL a player fetches (inherited query included).
-    func mediaObjects(_ references: [HLSReference], xresid: XResID, playlistQuery: String?) -> [(key: ObjectKey, url: String)] {
+    func mediaObjects(_ references: [HLSReference], xresid: XResID, playlistQuery: String?) -> [(key: ObjectKey, url: String, duration: Double?)] {
         var seen = Set<String>()
-        var objects: [(key: ObjectKey, url: String)] = []
+        var objects: [(key: ObjectKey, url: String, duration: Double?)] = []
         for ref in references where [.segment, .map, .part].contains(ref.role) {
             let url = configuration.inheritQuery.applied(to: ref.origin, parentQuery: playlistQuery)
             let key = Self.objectKey(ProxyURL(virtualHost: .hls, origin: url, xresid: xresid))
-            if seen.insert(key.id).inserted { objects.append((key, url.string)) }
+            if seen.insert(key.id).inserted { objects.append((key, url.string, ref.duration)) }
         }
         return objects
     }
@@ -369,7 +369,7 @@ public final class GatewayResponder: HTTPResponder {
         let objects = mediaObjects(references, xresid: xresid, playlistQuery: playlistQuery)
         guard !objects.isEmpty else { return }
         let refs = objects.map { ObjectRef(key: $0.key, url: $0.url) }
-        playOrder.record(refs)
+        playOrder.record(refs, durations: objects.map(\.duration))
         // A player asks for the first segments next: in a swarm, they are fetched from peers now.
         if configuration.prefetchSegments > 0 && node.link != nil { node.prefetch(Array(refs.prefix(configuration.prefetchSegments))) }
         let node = node
@@ -479,24 +479,36 @@ final class PlayOrder: Sendable {
         var lists: [[ObjectRef]] = []
         /// Object id → (list, position).
         var where_: [String: (list: Int, position: Int)] = [:]
+        /// Object id → EXTINF seconds, for segments.
+        var durations: [String: Double] = [:]
         var firstList = 0
     }
 
     static let maxLists = 256
     private let state = Mutex(State())
 
-    func record(_ refs: [ObjectRef]) {
+    func record(_ refs: [ObjectRef], durations: [Double?]) {
+        let ids = refs.map(\.key.id)
         state.withLock { s in
             if s.lists.count >= Self.maxLists {
                 let old = s.lists.removeFirst()
                 s.firstList += 1
-                for r in old where s.where_[r.key.id]?.list == s.firstList - 1 { s.where_[r.key.id] = nil }
+                for r in old where s.where_[r.key.id]?.list == s.firstList - 1 {
+                    s.where_[r.key.id] = nil
+                    s.durations[r.key.id] = nil
+                }
             }
             let list = s.firstList + s.lists.count
             s.lists.append(refs)
-            for (i, r) in refs.enumerated() { s.where_[r.key.id] = (list, i) }
+            for (i, id) in ids.enumerated() {
+                s.where_[id] = (list, i)
+                s.durations[id] = i < durations.count ? durations[i] : nil
+            }
         }
     }
+
+    /// The EXTINF duration of a segment, in seconds, if a recent playlist listed it.
+    func duration(of key: ObjectKey) -> Double? { state.withLock { $0.durations[key.id] } }
 
     /// Up to `count` objects after `key` in its playlist.
     func after(_ key: ObjectKey, count: Int) -> [ObjectRef] {

@@ -45,7 +45,7 @@ public struct GatewayServer: Sendable {
         let stats = TrafficStats()
         let node = try SwarmNode(
             cacheDirectory: c.cacheDirectory, cacheSize: c.cacheSize, registryPath: c.registryPath, pieceSize: c.pieceSize,
-            maxPrepareJobs: c.prepareJobs, maxObjectSize: c.maxObjectSize, origin: origin.client, peerDeadline: c.peerDeadline,
+            maxPrepareJobs: c.prepareJobs, maxObjectSize: c.maxObjectSize, origin: origin.client, peerDeadline: c.peerDeadline ?? GatewayResponder.unknownDurationDeadline,
             logger: logger, onBadPiece: { stats.countPieceFailure() },
             onFallback: { reason in TrafficStats.FallbackReason(rawValue: reason.rawValue).map(stats.countFallback) })
         services.append(node.prepareQueue)

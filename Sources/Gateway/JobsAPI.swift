@@ -97,7 +97,8 @@ extension GatewayResponder {
             return total
         }
         let objects = mediaObjects(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query)
-        for (key, url) in objects { node.prepareQueue.enqueue(key, url: url, urgent: false) }
+        // With a tracker, its registry prepares them (and seeds the swarm); else this node's.
+        node.prepareAhead(objects.map { ObjectRef(key: $0.key, url: $0.url) })
         return objects.count
     }
 

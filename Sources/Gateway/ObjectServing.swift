@@ -75,19 +75,20 @@ extension GatewayResponder {
         let xresid = proxy.xresid.value
         // Missing pieces after the first start now, from several peers (or origin ranges) at
         // once, so that neither the first piece nor one slow source holds up the rest.
+        let deadline = peerDeadline(for: key)
         let firstIndex = layout.index(at: first)
         let lastIndex = layout.index(at: first + count - 1)
         var started: [Int: Task<(ByteBuffer, TrafficStats.Source), any Error>] = [:]
         if firstIndex < lastIndex && !node.store.has(key, piece: firstIndex) {
             for j in (firstIndex + 1)...min(firstIndex + Self.piecesInFlight - 1, lastIndex) where !node.store.has(key, piece: j) {
-                started[j] = Task { try await self.piece(key, j, checksums: checksums, url: url) }
+                started[j] = Task { try await self.piece(key, j, checksums: checksums, url: url, deadline: deadline) }
             }
         }
         // The first piece before the head goes out: an origin that cannot fill it still gets
         // an error status rather than an aborted 200.
         let firstPiece: (ByteBuffer, TrafficStats.Source)
         do {
-            firstPiece = try await piece(key, firstIndex, checksums: checksums, url: url)
+            firstPiece = try await piece(key, firstIndex, checksums: checksums, url: url, deadline: deadline)
         } catch {
             throw GatewayFailure(.badGateway, "cannot fill piece \(firstIndex) of the object: \(error)")
         }
@@ -104,7 +105,7 @@ extension GatewayResponder {
                     guard index < lastIndex else { return }
                     for j in (index + 1)...min(index + Self.piecesInFlight - 1, lastIndex)
                     where ahead[j] == nil && !self.node.store.has(key, piece: j) {
-                        ahead[j] = Task { try await self.piece(key, j, checksums: checksums, url: url) }
+                        ahead[j] = Task { try await self.piece(key, j, checksums: checksums, url: url, deadline: deadline) }
                     }
                 }
                 // Pieces this node holds go out together, one write and one flush; a piece that
@@ -135,7 +136,7 @@ extension GatewayResponder {
                     } else {
                         try await flush()
                         fetchAhead(after: index)
-                        (buffer, source) = try await self.piece(key, index, checksums: checksums, url: url)
+                        (buffer, source) = try await self.piece(key, index, checksums: checksums, url: url, deadline: deadline)
                     }
                     let skip = Int(offset - layout.offset(of: index))
                     let take = Int(min(Int64(buffer.readableBytes - skip), end - offset))
@@ -179,6 +180,18 @@ extension GatewayResponder {
         return buffer
     }
 
+    /// How long peers may take over a piece of `key` before the origin is asked: the setting,
+    /// else a quarter of the segment's duration (from its playlist), between 0.5 and 3 s —
+    /// playback never waits on the swarm for long against the time a segment lasts.
+    func peerDeadline(for key: ObjectKey) -> Duration {
+        if let fixed = configuration.peerDeadline { return fixed }
+        guard let seconds = playOrder.duration(of: key) else { return Self.unknownDurationDeadline }
+        return .milliseconds(Int64(min(max(seconds / 4, 0.5), 3) * 1000))
+    }
+
+    /// The deadline for objects of unknown duration (DASH, single files, unseen playlists).
+    public static let unknownDurationDeadline: Duration = .milliseconds(1500)
+
     /// `.p2p` for a held piece that a prefetch took from a peer and no player has had yet,
     /// else `.cache`.
     func prefetchedSource(_ key: ObjectKey, _ index: Int) -> TrafficStats.Source {
@@ -188,9 +201,9 @@ extension GatewayResponder {
     }
 
     /// One verified piece and where it came from: held by this node, else from peers or the origin.
-    func piece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String) async throws -> (ByteBuffer, TrafficStats.Source) {
+    func piece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, deadline: Duration) async throws -> (ByteBuffer, TrafficStats.Source) {
         if let held = heldPiece(key, index, checksums: checksums) { return (held, prefetchedSource(key, index)) }
-        let got = try await node.obtain(key, index, checksums: checksums, url: url)
+        let got = try await node.obtain(key, index, checksums: checksums, url: url, deadline: deadline)
         let buffer = ByteBuffer(bytes: got.bytes)
         hotPieces.put(key, index, digest: checksums.digests[index], buffer)
         guard let peer = got.peer else { return (buffer, .cdn) }

@@ -65,6 +65,22 @@ struct SettingsTests {
         }
     }
 
+    @Test func swarmSettingsAreTyped() throws {
+        let auto = try GatewayConfiguration(try settings())
+        #expect(auto.peerDeadline == nil, "auto: from the segment's duration")
+        #expect(auto.prefetchSegments == 3)
+        let set = try GatewayConfiguration(try settings(flags: ["peer-deadline": "0.25", "prefetch-segments": "0", "peer-url": "http://node1:8080"]))
+        #expect(set.peerDeadline == .milliseconds(250))
+        #expect(set.prefetchSegments == 0)
+        #expect(set.peerURL == "http://node1:8080")
+        for bad in [["peer-deadline": "soon"], ["peer-deadline": "-1"], ["prefetch-segments": "99"], ["peer-url": "not a url"]] {
+            #expect(throws: SettingsError.self) { try GatewayConfiguration(try settings(flags: bad)) }
+        }
+        let tracker = try GatewayConfiguration(try Settings(SettingDefinitions.tracker, flags: ["db": "/var/lib/t.sqlite"], environment: [:]))
+        #expect(tracker.registryPath == "/var/lib/t.sqlite")
+        #expect(tracker.cacheDirectory == "swarmgate-tracker-cache")
+    }
+
     @Test func everyDefinitionHasItsThreeNames() {
         let d = SettingDefinitions.serve.first { $0.name == "app-secret-file" }
         #expect(d?.flag == "--app-secret-file")

@@ -16,7 +16,8 @@ public final class SwarmNode: Sendable {
     let origin: OriginClient
     /// Pieces from other nodes: any address (the tracker names them), one try, no redirects.
     let peerClient: OriginClient
-    /// How long the swarm may take to deliver a piece before the origin is asked.
+    /// How long the swarm may take to deliver a piece before the origin is asked, unless a
+    /// request says otherwise (and for prefetching).
     public let peerDeadline: Duration
     let onBadPiece: @Sendable () -> Void
     let onFallback: @Sendable (FallbackReason) -> Void
@@ -139,10 +140,10 @@ public final class SwarmNode: Sendable {
             if let checksums = answer.checksums {
                 registry.markReady(key, checksums: checksums, etag: answer.etag, lastModified: answer.lastModified, contentType: answer.contentType)
             }
+            if let entry = registry.entry(key), entry.state == .ready, let checksums = entry.checksums { return .ready(entry, checksums) }
         } else {
             answer = await checksums(ObjectRef(key: key, url: url), urgent: true, wait: wait)
         }
-        if let entry = registry.entry(key), entry.state == .ready, let checksums = entry.checksums { return .ready(entry, checksums) }
         return .notReady(answer)
     }
 
@@ -153,9 +154,9 @@ public final class SwarmNode: Sendable {
         let key = ref.key
         if let entry = registry.entry(key), entry.state == .ready, let c = entry.checksums { return ChecksumAnswer(ready: entry, checksums: c) }
         prepareQueue.enqueue(key, url: ref.url, urgent: urgent)
-        let head = await prepareQueue.head(key, timeout: wait)
-        if let entry = registry.entry(key), entry.state == .ready, let c = entry.checksums { return ChecksumAnswer(ready: entry, checksums: c) }
-        return ChecksumAnswer(head: head)
+        // Not ready when asked: the answer is the origin's head even if the preparation has
+        // finished meanwhile (the player goes to the origin once; the next request is served).
+        return ChecksumAnswer(head: await prepareQueue.head(key, timeout: wait))
     }
 
     /// Queues objects for preparation ahead of players, in order: at the tracker's registry
@@ -173,12 +174,12 @@ public final class SwarmNode: Sendable {
     /// Piece `index` of a ready object when the store does not hold it: from peers within the
     /// deadline, else from `url` by range; verified against the registry's checksum, kept,
     /// returned. Concurrent calls for one piece share one fetch.
-    public func obtain(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String) async throws -> ObtainedPiece {
+    public func obtain(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, deadline: Duration? = nil) async throws -> ObtainedPiece {
         let flightID = key.id + "#\(index)"
         let task = flights.withLock { f -> Task<ObtainedPiece, any Error> in
             if let running = f[flightID] { return running }
             let t = Task {
-                if let fromPeer = await self.fromPeers(key, index, checksums: checksums) { return fromPeer }
+                if let fromPeer = await self.fromPeers(key, index, checksums: checksums, deadline: deadline ?? self.peerDeadline) { return fromPeer }
                 return ObtainedPiece(bytes: try await self.fetchPiece(key, index, checksums: checksums, url: url))
             }
             f[flightID] = t
@@ -216,7 +217,7 @@ public final class SwarmNode: Sendable {
         }
         guard let checksums else { return }
         for index in 0..<checksums.layout.count where !store.has(key, piece: index) {
-            guard await fromPeers(key, index, checksums: checksums, prefetch: true) != nil else { return }
+            guard await fromPeers(key, index, checksums: checksums, deadline: peerDeadline, prefetch: true) != nil else { return }
         }
     }
 
@@ -241,9 +242,9 @@ public final class SwarmNode: Sendable {
 
     // MARK: peers
 
-    /// The piece from the first peer that sends it verified, within `peerDeadline`, kept in
-    /// the store; nil when none does (the reason counted, unless this is a `prefetch`).
-    private func fromPeers(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, prefetch: Bool = false) async -> ObtainedPiece? {
+    /// The piece from the first peer that sends it verified within `deadline`, kept in the
+    /// store; nil when none does (the reason counted, unless this is a `prefetch`).
+    private func fromPeers(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, deadline: Duration, prefetch: Bool = false) async -> ObtainedPiece? {
         let count = self.onFallback
         func onFallback(_ reason: FallbackReason) { if !prefetch { count(reason) } }
         guard let link, link.isConnected else {
@@ -261,7 +262,7 @@ public final class SwarmNode: Sendable {
         // Pieces of one object spread over its holders.
         for n in 0..<peers.count {
             let peer = peers[(index + n) % peers.count]
-            let left = peerDeadline - (ContinuousClock.now - started)
+            let left = deadline - (ContinuousClock.now - started)
             guard left > .milliseconds(1) else {
                 onFallback(.deadline)
                 return nil

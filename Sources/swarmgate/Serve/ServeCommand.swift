@@ -20,7 +20,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "ws://HOST:PORT/swarm/v1/ws of the tracker (default: embedded).") var tracker: String?
     @Option(name: .customLong("prefetch-segments"), help: "Segments after the one a player reads fetched from peers ahead (default 3).") var prefetchSegments: String?
     @Option(name: .customLong("peer-url"), help: "Where other nodes fetch this node's pieces (default: the public URL).") var peerURL: String?
-    @Option(name: .customLong("peer-deadline"), help: "Seconds the swarm may take to deliver a piece before the CDN is asked (default 1.5).") var peerDeadline: String?
+    @Option(name: .customLong("peer-deadline"), help: "Seconds the swarm may take to deliver a piece before the CDN is asked (default auto: a quarter of the segment).") var peerDeadline: String?
     @Option(name: .customLong("allow-origin"), help: "Origin hosts that may be fetched: host, host:port or *.suffix, comma-separated.") var allowOrigin: String?
     @Option(name: .customLong("inherit-query"), help: "Playlist query parameters copied onto its URIs: names or *.") var inheritQuery: String?
     @Option(name: .customLong("key-uris"), help: "EXT-X-KEY URIs: origin or proxy.") var keyURIs: String?

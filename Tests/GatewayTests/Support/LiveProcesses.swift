@@ -9,8 +9,7 @@ final class LiveProcess: @unchecked Sendable {
     // @unchecked: `process` and the pipes are set in init and only read afterwards; the
     // stderr text is guarded by `lock`.
     let process = Process()
-    private let lock = NSLock()
-    private var errText = ""
+    private let errText = LockedText()
     private let outPipe = Pipe(), errPipe = Pipe(), inPipe = Pipe()
 
     init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
@@ -22,15 +21,23 @@ final class LiveProcess: @unchecked Sendable {
         process.standardOutput = outPipe
         process.standardError = errPipe
         process.standardInput = inPipe
-        errPipe.fileHandleForReading.readabilityHandler = { [weak self] h in
-            let d = h.availableData
-            guard let self, !d.isEmpty else { return }
-            self.lock.withLock { self.errText += String(decoding: d, as: UTF8.self) }
-        }
         try process.run()
+        // stderr is read by a thread of its own until EOF (the child's exit). Not with a
+        // readabilityHandler: libdispatch's event loop could crash on the pipe's descriptor
+        // closing under its source while many children come and go.
+        let reader = errPipe.fileHandleForReading
+        let text = errText
+        let thread = Thread {
+            while true {
+                let d = reader.availableData
+                if d.isEmpty { break }
+                text.append(String(decoding: d, as: UTF8.self))
+            }
+        }
+        thread.start()
     }
 
-    var stderr: String { lock.withLock { errText } }
+    var stderr: String { errText.value }
 
     /// The first line of stdout (origins print their port there).
     func firstStdoutLine() -> String {
@@ -63,7 +70,6 @@ final class LiveProcess: @unchecked Sendable {
         while process.isRunning && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
-        errPipe.fileHandleForReading.readabilityHandler = nil
     }
 
     /// Whether the process ended by itself within `timeout`, and its exit status.
@@ -74,6 +80,15 @@ final class LiveProcess: @unchecked Sendable {
     }
 
     deinit { stop(signal: SIGKILL) }
+}
+
+/// Text appended by one thread and read by others.
+final class LockedText: @unchecked Sendable {
+    // @unchecked: `text` is only touched under `lock`.
+    private let lock = NSLock()
+    private var text = ""
+    func append(_ s: String) { lock.withLock { text += s } }
+    var value: String { lock.withLock { text } }
 }
 
 struct TestFailure: Error, CustomStringConvertible {
