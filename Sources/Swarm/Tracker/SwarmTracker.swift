@@ -90,6 +90,12 @@ public final class SwarmTracker: Sendable {
                 try? await send(Self.refused("too many messages"))
                 return "rate limit"
             }
+            // A session that expired for silence, was banned or was replaced by a newer login
+            // ends here, so that the node notices and logs in again.
+            guard state.withLock({ $0.sessions[peer]?.connection == connection }) else {
+                try? await send(Self.refused("session ended"))
+                return "session ended"
+            }
             guard let message = SwarmMessage(json: text) else { continue }
             if message.type == "sums" {
                 // The registry may have to wait for the origin: answered when it knows.

@@ -1,0 +1,63 @@
+import Foundation
+import Logging
+import Swarm
+import Synchronization
+import Testing
+
+/// The tracker's sessions driven through its transport-neutral `serve`, as a WebSocket would.
+@Suite("Tracker sessions")
+struct TrackerSessionTests {
+    /// A connection: messages in through `inbound`, the tracker's answers collected.
+    final class Connection: Sendable {
+        let inbound: AsyncThrowingStream<String, any Error>
+        let feed: AsyncThrowingStream<String, any Error>.Continuation
+        let sent = Mutex<[SwarmMessage]>([])
+
+        init() { (inbound, feed) = AsyncThrowingStream.makeStream(of: String.self) }
+
+        func waitFor(_ count: Int) async throws {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while sent.withLock({ $0.count }) < count {
+                guard ContinuousClock.now < deadline else { throw CancellationError() }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+        }
+    }
+
+    static let secret = "session-secret"
+
+    func open(_ tracker: SwarmTracker, peer: String) async throws -> (Connection, Task<String, Never>) {
+        let c = Connection()
+        let run = Task { await tracker.serve(c.inbound) { text in c.sent.withLock { $0.append(SwarmMessage(json: text)!) } } }
+        c.feed.yield(SwarmMessage.login(LoginProof.sign(appID: "app", peerID: peer, secret: Self.secret), url: "http://x").json)
+        try await c.waitFor(1)
+        return (c, run)
+    }
+
+    @Test func anExpiredSessionIsEndedAtItsNextMessage() async throws {
+        let tracker = SwarmTracker(appID: "app", secret: Self.secret, heartbeat: .seconds(1), logger: Logger(label: "test"))
+        let (c, run) = try await open(tracker, peer: "quiet")
+        #expect(c.sent.withLock { $0.first?.type } == "welcome")
+        c.feed.yield(SwarmMessage(type: "ping").json)
+        try await c.waitFor(2)
+        #expect(c.sent.withLock { $0.last?.type } == "pong")
+        tracker.expireSilent(now: .now + .seconds(60))
+        #expect(tracker.peerIDs.isEmpty)
+        c.feed.yield(SwarmMessage(type: "ping").json)
+        #expect(await run.value == "session ended")
+        #expect(c.sent.withLock { $0.last?.type } == "refused", "the node hears its session is gone and logs in again")
+    }
+
+    @Test func aNewerLoginReplacesTheOlderConnection() async throws {
+        let tracker = SwarmTracker(appID: "app", secret: Self.secret, logger: Logger(label: "test"))
+        let (old, oldRun) = try await open(tracker, peer: "twice")
+        let (new, _) = try await open(tracker, peer: "twice")
+        old.feed.yield(SwarmMessage(type: "ping").json)
+        #expect(await oldRun.value == "session ended")
+        new.feed.yield(SwarmMessage(type: "ping").json)
+        try await new.waitFor(2)
+        #expect(new.sent.withLock { $0.last?.type } == "pong")
+        #expect(tracker.peerIDs == ["twice"])
+        new.feed.finish()
+    }
+}
