@@ -371,7 +371,7 @@ public final class GatewayResponder: HTTPResponder {
         let refs = objects.map { ObjectRef(key: $0.key, url: $0.url) }
         playOrder.record(refs, durations: objects.map(\.duration))
         // A player asks for the first segments next: in a swarm, they are fetched from peers now.
-        if configuration.prefetchSegments > 0 && node.link != nil { node.prefetch(Array(refs.prefix(configuration.prefetchSegments))) }
+        if configuration.prefetchSegments > 0 && node.link != nil { prefetch(Array(refs.prefix(configuration.prefetchSegments))) }
         let node = node
         Task.detached(priority: .utility) { node.prepareAhead(refs) }
     }
@@ -506,6 +506,9 @@ final class PlayOrder: Sendable {
             }
         }
     }
+
+    /// Whether a recent playlist listed `key`.
+    func lists(_ key: ObjectKey) -> Bool { state.withLock { s in s.where_[key.id].map { $0.list >= s.firstList } ?? false } }
 
     /// The EXTINF duration of a segment, in seconds, if a recent playlist listed it.
     func duration(of key: ObjectKey) -> Double? { state.withLock { $0.durations[key.id] } }

@@ -37,7 +37,11 @@ extension GatewayResponder {
         let key = Self.objectKey(proxy)
         let entry: RegistryEntry
         let checksums: PieceChecksums
-        switch await node.resolve(key, url: proxy.origin.string, wait: configuration.originIdleTimeout) {
+        // An object a playlist listed is there: when it is not ready the player goes to the
+        // origin at once. Any other waits for the origin's first answer, so that a missing
+        // object is the origin's 404 here rather than a redirect to one.
+        let wait = playOrder.lists(key) ? .zero : configuration.originIdleTimeout
+        switch await node.resolve(key, url: proxy.origin.string, wait: wait) {
         case .ready(let e, let c):
             (entry, checksums) = (e, c)
         case .notReady(let answer):
@@ -56,9 +60,6 @@ extension GatewayResponder {
             case .timeout: throw GatewayFailure(.gatewayTimeout, answer.reason ?? "origin timed out")
             case .failed: throw GatewayFailure(.badGateway, answer.reason ?? "preparation failed")
             }
-        }
-        if configuration.prefetchSegments > 0 && node.link != nil {
-            node.prefetch(playOrder.after(key, count: configuration.prefetchSegments))
         }
         let layout = checksums.layout
         var headers: HTTPFields = [.acceptRanges: "bytes", .contentType: entry.contentType ?? "application/octet-stream"]
@@ -91,6 +92,10 @@ extension GatewayResponder {
             firstPiece = try await piece(key, firstIndex, checksums: checksums, url: url, deadline: deadline)
         } catch {
             throw GatewayFailure(.badGateway, "cannot fill piece \(firstIndex) of the object: \(error)")
+        }
+        // The next segments come from peers meanwhile, once this one has its first piece.
+        if configuration.prefetchSegments > 0 && node.link != nil {
+            prefetch(playOrder.after(key, count: configuration.prefetchSegments))
         }
         let (start, end) = (first, first + count)
         let startedAhead = started
@@ -187,6 +192,11 @@ extension GatewayResponder {
         if let fixed = configuration.peerDeadline { return fixed }
         guard let seconds = playOrder.duration(of: key) else { return Self.unknownDurationDeadline }
         return .milliseconds(Int64(min(max(seconds / 4, 0.5), 3) * 1000))
+    }
+
+    /// Fetches `refs` from peers in the background, each within its own deadline.
+    func prefetch(_ refs: [ObjectRef]) {
+        node.prefetch(refs.map { ($0, peerDeadline(for: $0.key)) })
     }
 
     /// The deadline for objects of unknown duration (DASH, single files, unseen playlists).

@@ -130,6 +130,56 @@ final class SwarmTransferTests {
         #expect(try await Self.stat(nodes[3].1)["peers"] as? Int ?? 0 >= 1)
     }
 
+    @Test func aListedSegmentNotReadyIsRedirectedWithoutWaitingOnTheOrigin() async throws {
+        // An origin a second away: every answer of its comes a round trip after the question.
+        let (origin, originPort) = try Live.objectOrigin(rttMilliseconds: 1000)
+        defer { origin.stop() }
+        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
+        defer { t.stop() }
+        let (n, port) = try node(trackerPort: trackerPort, originPort: originPort)
+        defer { n.stop() }
+        let list = try await HTTP.get("http://127.0.0.1:\(port)\(Self.playlist("far", originPort: originPort, segments: 3))")
+        #expect(list.status == 200)
+        let first = try #require(list.text.split(separator: "\n").first { !$0.hasPrefix("#") })
+        // The tracker's registry is preparing it (the playlist queued it); the player is sent
+        // to the origin before the origin has sent the registry a single byte of it.
+        let r = try await HTTP.get(String(first))
+        #expect(r.status == 302)
+        #expect(r.headers.first { $0.key.lowercased() == "location" }?.value == "http://127.0.0.1:\(originPort)/obj/far/seg0.ts?size=200000&token=abc")
+        let stats = try JSONSerialization.jsonObject(with: try await HTTP.get("http://127.0.0.1:\(originPort)/__stats?name=far/seg0.ts").body) as? [String: Any]
+        #expect(stats?["bytes_sent"] as? Int == 0)
+        // An object no playlist listed waits for the origin's answer: a missing one is its 404.
+        let missing = try await HTTP.get("http://127.0.0.1:\(port)/hls.vod.p2p.com/127.0.0.1:\(originPort)/missing/x.ts")
+        #expect(missing.status == 404)
+    }
+
+    @Test func aSegmentIsTakenFromPeersOnceWhenItsPlayerAndItsPrefetchWantItTogether() async throws {
+        let (origin, originPort) = try Live.objectOrigin()
+        defer { origin.stop() }
+        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
+        defer { t.stop() }
+        let (a, portA) = try node(trackerPort: trackerPort, originPort: originPort)
+        defer { a.stop() }
+        let (b, portB) = try node(trackerPort: trackerPort, originPort: originPort)
+        defer { b.stop() }
+        let segments = 6
+        let list = Self.playlist("once", originPort: originPort, segments: segments)
+        expectCorrect(try await Self.play(port: portA, playlist: list), "once", segments: segments)
+        func uploads() async throws -> Int {
+            var sum = 0
+            for port in [trackerPort, portA] { sum += try await Self.stat(port)["uploadBytes"] as? Int ?? 0 }
+            return sum
+        }
+        let before = try await uploads()
+        // Every object is ready at the tracker now. B's playlist starts prefetching its first
+        // segments while its player asks for them: each piece crosses from a peer once.
+        expectCorrect(try await Self.play(port: portB, playlist: list), "once", segments: segments)
+        let uploaded = try await uploads() - before
+        let fromPeers = try await Self.stat(portB)["p2pBytes"] as? Int ?? 0
+        #expect(fromPeers > 0)
+        #expect(uploaded == fromPeers, "peers sent \(uploaded) bytes, node B took \(fromPeers) from them")
+    }
+
     @Test func whileAPlayerReadsASegmentTheNextThreeComeFromPeersAhead() async throws {
         let (origin, originPort) = try Live.objectOrigin()
         defer { origin.stop() }

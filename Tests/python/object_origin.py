@@ -32,6 +32,10 @@ Endpoints:
                      "bytes_sent", "inflight", "max_inflight"} for /obj/ and /redirect/
                      requests of NAME; without name: {NAME: {...}, ...}
   /__reset           forget all stats, versions, resets and bumps
+
+A CDN some distance away: with OBJECT_ORIGIN_RTT_MS=R in the environment, every request but
+the /__ ones waits R ms before it is answered (its round trip), and the first request on a
+connection another R ms (the TCP handshake).
 """
 
 import fcntl
@@ -54,6 +58,7 @@ import loopback_origin
 # since 183 is the inverse of 7 mod 256. Long enough to slice 64 KiB at any shift.
 PATTERN = bytes(7 * j % 256 for j in range(256)) * 258
 CHUNK = 65536
+RTT = float(os.environ.get("OBJECT_ORIGIN_RTT_MS", "0")) / 1000
 TYPES = {".ts": "video/mp2t", ".m4s": "video/mp4", ".mp4": "video/mp4", ".flv": "video/x-flv",
          ".bin": "application/octet-stream"}
 LOCK = threading.Lock()
@@ -124,6 +129,9 @@ class Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         self.query = {k: v[0] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         kind, _, rest = url.path.lstrip("/").partition("/")
+        if RTT and not kind.startswith("__"):
+            time.sleep(RTT if getattr(self, "answered", False) else 2 * RTT)
+            self.answered = True
         try:
             if kind in ("obj", "redirect") and rest:
                 self.serve_object(kind, unquote(rest), url)

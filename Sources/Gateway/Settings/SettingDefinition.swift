@@ -43,13 +43,13 @@ public enum SettingDefinitions {
     static let pieces: [SettingDefinition] = [
         .init("cache-size", default: "10GiB", help: "Hard bound of the piece store."),
         .init("piece-size", default: "256KiB", help: "Bytes per piece of newly prepared objects."),
-        .init("prepare-jobs", default: "3", help: "Prepare jobs (fetch and hash an object) that run at once."),
         .init("max-object-size", default: "4GiB", help: "Largest media object fetched from an origin, e.g. 4GiB."),
         .init("origin-idle-timeout", default: "10", help: "Seconds an origin may send nothing before the request fails (504)."),
     ]
 
     /// `swarmgate serve`.
     public static let serve: [SettingDefinition] = shared + pieces + [
+        .init("prepare-jobs", default: "3", help: "Prepare jobs (fetch and hash an object) that run at once."),
         .init("public-url", help: "The base URL rewritten playlists point at and peers use (default http:// + the listen address)."),
         .init("cache-dir", default: "swarmgate-cache", help: "Folder of the piece cache."),
         .init("memory-cache-size", default: "128MiB", help: "Verified pieces kept in memory as well (0: read every piece from disk)."),
@@ -64,6 +64,9 @@ public enum SettingDefinitions {
 
     /// `swarmgate tracker`: signalling, the checksum registry and the swarm's first seed.
     public static let tracker: [SettingDefinition] = shared + pieces + [
+        // More than a node's: the registry prepares ahead of every player of the swarm, and
+        // a job mostly waits on the origin's round trip.
+        .init("prepare-jobs", default: "8", help: "Prepare jobs (fetch and hash an object) that run at once."),
         .init("db", default: "swarmgate-tracker.sqlite", help: "The tracker's SQLite database: the checksum registry and its prepare jobs."),
         .init("public-url", help: "The base URL nodes fetch the tracker's seed pieces from (default http:// + the listen address)."),
         .init("cache-dir", default: "swarmgate-tracker-cache", help: "Folder of the pieces the registry prepared: the swarm's first seed."),

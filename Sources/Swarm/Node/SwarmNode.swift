@@ -22,6 +22,11 @@ public final class SwarmNode: Sendable {
     let onBadPiece: @Sendable () -> Void
     let onFallback: @Sendable (FallbackReason) -> Void
     private let flights = Mutex<[String: Task<ObtainedPiece, any Error>]>([:])
+    /// Requests to the tracker and to peers, one at a time per object (or piece): a player's
+    /// request joins a prefetch already under way instead of repeating it.
+    private let checksumFlights = SingleFlight<ChecksumAnswer>()
+    private let wantFlights = SingleFlight<[SwarmPeer]>()
+    private let peerFlights = SingleFlight<PeerOutcome>()
     private let swarm = Mutex(SwarmState())
     /// Pieces prefetched from peers and not served yet, with the peer that sent them: when a
     /// player gets one, its bytes count as the swarm's.
@@ -131,20 +136,34 @@ public final class SwarmNode: Sendable {
     }
 
     /// The checksums of `key`: from this node's registry, else from the tracker's (kept here
-    /// for next time), else the node's own registry prepares it. A player is waiting.
+    /// for next time), else the node's own registry prepares it. A player is waiting; not
+    /// ready, the answer waits up to `wait` for the origin's first answer to the preparation
+    /// (`.zero`: it comes at once, and the player goes to the origin).
     public func resolve(_ key: ObjectKey, url: String, wait: Duration) async -> Resolution {
         if let entry = registry.entry(key), entry.state == .ready, let checksums = entry.checksums { return .ready(entry, checksums) }
         let answer: ChecksumAnswer
         if let link {
-            answer = await link.checksums(ObjectRef(key: key, url: url), urgent: true)
-            if let checksums = answer.checksums {
-                registry.markReady(key, checksums: checksums, etag: answer.etag, lastModified: answer.lastModified, contentType: answer.contentType)
-            }
+            answer = await trackerChecksums(ObjectRef(key: key, url: url), urgent: true, waitForOrigin: wait > .zero, link: link)
             if let entry = registry.entry(key), entry.state == .ready, let checksums = entry.checksums { return .ready(entry, checksums) }
         } else {
             answer = await checksums(ObjectRef(key: key, url: url), urgent: true, wait: wait)
         }
         return .notReady(answer)
+    }
+
+    /// The tracker's registry's answer for `ref`, kept in this node's registry when ready, with
+    /// the holders it names kept for fetching the pieces. Concurrent requests for one object
+    /// (alike in urgency and wait) share one round trip.
+    private func trackerChecksums(_ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool, link: TrackerLink) async -> ChecksumAnswer {
+        let key = ref.key
+        return await checksumFlights.run(key.id + (urgent ? "!" : "") + (waitForOrigin ? "w" : "")) {
+            let (answer, peers) = await link.checksums(ref, urgent: urgent, waitForOrigin: waitForOrigin)
+            if let checksums = answer.checksums {
+                self.registry.markReady(key, checksums: checksums, etag: answer.etag, lastModified: answer.lastModified, contentType: answer.contentType)
+                self.keepPeerList(key, peers)
+            }
+            return answer
+        }
     }
 
     /// This node's registry's answer for `ref`: its checksums when ready, else the object is
@@ -179,7 +198,16 @@ public final class SwarmNode: Sendable {
         let task = flights.withLock { f -> Task<ObtainedPiece, any Error> in
             if let running = f[flightID] { return running }
             let t = Task {
-                if let fromPeer = await self.fromPeers(key, index, checksums: checksums, deadline: deadline ?? self.peerDeadline) { return fromPeer }
+                switch await self.fromPeers(key, index, checksums: checksums, deadline: deadline ?? self.peerDeadline, prefetch: false) {
+                case .piece(let piece):
+                    // A prefetch this request joined: the piece is served now, not later.
+                    _ = self.takePrefetched(key, index)
+                    return piece
+                case .none(let reason?):
+                    self.onFallback(reason)
+                case .none(nil):
+                    break
+                }
                 return ObtainedPiece(bytes: try await self.fetchPiece(key, index, checksums: checksums, url: url))
             }
             f[flightID] = t
@@ -192,32 +220,35 @@ public final class SwarmNode: Sendable {
     // MARK: prefetch
 
     /// Fetches `refs` (the segments after the one a player reads) from peers in the
-    /// background, so that the player's next requests are cache hits. Peers only: what they
-    /// do not have is left for the player's own request (and the CDN).
-    public func prefetch(_ refs: [ObjectRef]) {
+    /// background, each within its deadline, so that the player's next requests are cache
+    /// hits (a request that comes meanwhile joins the fetch). Peers only: what they do not
+    /// have is left for the player's own request (and the CDN).
+    /// Objects go one after the other in playback order, so that the next one a player asks
+    /// for is the first to arrive and prefetching never crowds out a player's own request.
+    public func prefetch(_ refs: [(ref: ObjectRef, deadline: Duration)]) {
         guard let link, link.isConnected else { return }
-        for ref in refs {
-            let id = ref.key.id
-            guard prefetching.withLock({ $0.insert(id).inserted }) else { continue }
-            Task(priority: .utility) {
-                defer { _ = self.prefetching.withLock { $0.remove(id) } }
-                await self.prefetchObject(ref, link: link)
+        let claimed = prefetching.withLock { p in refs.filter { p.insert($0.ref.key.id).inserted } }
+        guard !claimed.isEmpty else { return }
+        Task {
+            for (ref, deadline) in claimed {
+                await self.prefetchObject(ref, deadline: deadline, link: link)
+                _ = self.prefetching.withLock { $0.remove(ref.key.id) }
             }
         }
     }
 
-    private func prefetchObject(_ ref: ObjectRef, link: TrackerLink) async {
+    private func prefetchObject(_ ref: ObjectRef, deadline: Duration, link: TrackerLink) async {
         let key = ref.key
         var checksums = registry.checksums(key)
         if checksums == nil {
-            let answer = await link.checksums(ref, urgent: false)
-            guard let c = answer.checksums else { return }
-            registry.markReady(key, checksums: c, etag: answer.etag, lastModified: answer.lastModified, contentType: answer.contentType)
-            checksums = c
+            checksums = await trackerChecksums(ref, urgent: false, waitForOrigin: false, link: link).checksums
         }
         guard let checksums else { return }
-        for index in 0..<checksums.layout.count where !store.has(key, piece: index) {
-            guard await fromPeers(key, index, checksums: checksums, deadline: peerDeadline, prefetch: true) != nil else { return }
+        // Every missing piece at once, as a player's response asks for them.
+        await withTaskGroup(of: Void.self) { group in
+            for index in 0..<checksums.layout.count where !store.has(key, piece: index) {
+                group.addTask { _ = await self.fromPeers(key, index, checksums: checksums, deadline: deadline, prefetch: true) }
+            }
         }
     }
 
@@ -242,31 +273,35 @@ public final class SwarmNode: Sendable {
 
     // MARK: peers
 
-    /// The piece from the first peer that sends it verified within `deadline`, kept in the
-    /// store; nil when none does (the reason counted, unless this is a `prefetch`).
-    private func fromPeers(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, deadline: Duration, prefetch: Bool = false) async -> ObtainedPiece? {
-        let count = self.onFallback
-        func onFallback(_ reason: FallbackReason) { if !prefetch { count(reason) } }
-        guard let link, link.isConnected else {
-            if self.link != nil { onFallback(.trackerAway) }
-            return nil
+    /// What asking the peers for a piece came to.
+    enum PeerOutcome: Sendable {
+        case piece(ObtainedPiece)
+        /// None sent it verified in time: why (nil: this node is not in a swarm).
+        case none(FallbackReason?)
+    }
+
+    /// Piece `index` of `key` from peers, shared by every request for it meanwhile (a
+    /// player's and a prefetch's alike): the first peer that sends it verified within
+    /// `deadline`, kept in the store.
+    private func fromPeers(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, deadline: Duration, prefetch: Bool) async -> PeerOutcome {
+        await peerFlights.run(key.id + "#\(index)") {
+            await self.askPeers(key, index, checksums: checksums, deadline: deadline, prefetch: prefetch)
         }
+    }
+
+    private func askPeers(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, deadline: Duration, prefetch: Bool) async -> PeerOutcome {
+        guard let link else { return .none(nil) }
+        guard link.isConnected else { return .none(.trackerAway) }
         let started = ContinuousClock.now
         let peers = await peerList(key, link: link)
-        guard !peers.isEmpty else {
-            onFallback(.noPeers)
-            return nil
-        }
+        guard !peers.isEmpty else { return .none(.noPeers) }
         let me = swarm.withLock { $0.peerID }
         let size = checksums.layout.size(of: index)
         // Pieces of one object spread over its holders.
         for n in 0..<peers.count {
             let peer = peers[(index + n) % peers.count]
             let left = deadline - (ContinuousClock.now - started)
-            guard left > .milliseconds(1) else {
-                onFallback(.deadline)
-                return nil
-            }
+            guard left > .milliseconds(1) else { return .none(.deadline) }
             if swarm.withLock({ $0.dropped[key.id]?.contains(peer.peerId) == true }) { continue }
             let url = "\(peer.url)/peer/v1/\(key.id)/\(index)?from=\(Self.queryEscaped(me))&token=\(Self.queryEscaped(peer.token))"
             let request = OriginRequest(url: url, timeouts: .init(connect: min(left, .seconds(1)), idle: left, total: left), maxBodySize: Int64(size))
@@ -276,10 +311,7 @@ public final class SwarmNode: Sendable {
                 guard response.status == 200 else { continue }
                 bytes = try await response.body.collect(upTo: size)
             } catch {
-                if error.code == .timeout {
-                    onFallback(.deadline)
-                    return nil
-                }
+                if error.code == .timeout { return .none(.deadline) }
                 continue
             }
             guard bytes.withUnsafeBytes({ checksums.matches(index, $0) }) else {
@@ -294,17 +326,24 @@ public final class SwarmNode: Sendable {
             }
             if prefetch { notePrefetched(key, index, from: peer.peerId) }
             keep(key, checksums.layout, index, bytes)
-            return ObtainedPiece(bytes: bytes, peer: peer.peerId)
+            return .piece(ObtainedPiece(bytes: bytes, peer: peer.peerId))
         }
-        onFallback(.peersFailed)
-        return nil
+        return .none(.peersFailed)
     }
 
-    /// The holders of `key` the tracker named lately, else asked now.
+    /// The holders of `key` the tracker named lately, else asked now (one want at a time per object).
     private func peerList(_ key: ObjectKey, link: TrackerLink) async -> [SwarmPeer] {
+        if let cached = swarm.withLock({ $0.peerLists[key.id] }), ContinuousClock.now - cached.at < Self.peerListLifetime { return cached.peers }
+        return await wantFlights.run(key.id) {
+            let peers = await link.want(key.id)
+            return self.keepPeerList(key, peers)
+        }
+    }
+
+    /// Keeps the holders of `key` the tracker named (less those dropped for it); returns them.
+    @discardableResult
+    private func keepPeerList(_ key: ObjectKey, _ peers: [SwarmPeer]) -> [SwarmPeer] {
         let now = ContinuousClock.now
-        if let cached = swarm.withLock({ $0.peerLists[key.id] }), now - cached.at < Self.peerListLifetime { return cached.peers }
-        let peers = await link.want(key.id)
         return swarm.withLock { s in
             let usable = peers.filter { !(s.dropped[key.id]?.contains($0.peerId) ?? false) }
             s.peerLists[key.id] = (usable, now)

@@ -181,16 +181,19 @@ public final class TrackerLink: Service, Sendable {
         return await request(want, timeout: configuration.wantTimeout)?.peers ?? []
     }
 
-    /// The registry's checksums of `ref` (prepared first when need be); `.unavailable` when
-    /// the tracker is away or does not answer in time.
-    public func checksums(_ ref: ObjectRef, urgent: Bool) async -> ChecksumAnswer {
+    /// The registry's checksums of `ref` (prepared first when need be) and, when ready, the
+    /// peers holding it as a want would name them; `.unavailable` when the tracker is away or
+    /// does not answer in time. Not ready, the tracker waits for the origin's first answer to
+    /// the preparation only if `waitForOrigin`.
+    public func checksums(_ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool = true) async -> (answer: ChecksumAnswer, peers: [SwarmPeer]) {
         var m = SwarmMessage(type: "sums")
         m.ref = ref
         m.urgent = urgent
-        guard let answer = await request(m, timeout: configuration.checksumTimeout) else {
-            return ChecksumAnswer(state: .unavailable, reason: isConnected ? "the tracker did not answer in time" : "the tracker is away")
+        m.wait = waitForOrigin
+        guard let reply = await request(m, timeout: configuration.checksumTimeout) else {
+            return (ChecksumAnswer(state: .unavailable, reason: isConnected ? "the tracker did not answer in time" : "the tracker is away"), [])
         }
-        return answer.answer ?? ChecksumAnswer(state: .unavailable, reason: "the tracker sent no checksums")
+        return (reply.answer ?? ChecksumAnswer(state: .unavailable, reason: "the tracker sent no checksums"), reply.peers ?? [])
     }
 
     /// Sends `message` with a new request id and waits for the answer carrying it; nil when

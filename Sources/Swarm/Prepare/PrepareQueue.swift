@@ -16,6 +16,9 @@ public final class PrepareQueue: Service, Sendable {
         var stopping: Set<String> = []
         /// The origin's first answer to each job's current run, once it came.
         var heads: [String: OriginHead] = [:]
+        /// Requests waiting for a job's head, by job id and waiter number.
+        var headWaiters: [String: [Int: CheckedContinuation<OriginHead?, Never>]] = [:]
+        var nextWaiter = 0
         var sequence: Int64 = 0
     }
 
@@ -120,15 +123,51 @@ public final class PrepareQueue: Service, Sendable {
         return job
     }
 
-    /// Waits until the origin has answered `key`'s job (or `timeout` passed: nil).
+    /// Waits until the origin has answered `key`'s job (or `timeout` passed: nil). Woken by
+    /// the answer itself, so a player waits for the origin and nothing else.
     public func head(_ key: ObjectKey, timeout: Duration) async -> OriginHead? {
         let id = key.id.prefixID
         let deadline = ContinuousClock.now + timeout
-        while true {
-            if let head = state.withLock({ $0.heads[id] }) { return head }
-            guard ContinuousClock.now < deadline, !Task.isCancelled else { return nil }
-            try? await Task.sleep(for: .milliseconds(5))
+        let waiter = state.withLock { s in
+            s.nextWaiter += 1
+            return s.nextWaiter
         }
+        if timeout <= .zero { return state.withLock { $0.heads[id] } }
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            self.stopWaiting(id, waiter)
+        }
+        defer { timer.cancel() }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<OriginHead?, Never>) in
+                let known = state.withLock { s -> OriginHead?? in
+                    if let head = s.heads[id] { return .some(head) }
+                    // The timer may have fired before this wait was registered.
+                    if Task.isCancelled || ContinuousClock.now >= deadline { return .some(nil) }
+                    s.headWaiters[id, default: [:]][waiter] = c
+                    return nil
+                }
+                if let known { c.resume(returning: known) }
+            }
+        } onCancel: {
+            stopWaiting(id, waiter)
+        }
+    }
+
+    /// Ends one wait for a head without an answer (timed out or cancelled).
+    private func stopWaiting(_ id: String, _ waiter: Int) {
+        let c = state.withLock { s -> CheckedContinuation<OriginHead?, Never>? in
+            let c = s.headWaiters[id]?.removeValue(forKey: waiter)
+            if s.headWaiters[id]?.isEmpty == true { s.headWaiters[id] = nil }
+            return c
+        }
+        c?.resume(returning: nil)
+    }
+
+    /// Records a job's head and hands back the waits it ends (resumed by the caller, outside the lock).
+    private static func setHead(_ id: String, _ head: OriginHead, _ s: inout State) -> [CheckedContinuation<OriginHead?, Never>] {
+        s.heads[id] = head
+        return s.headWaiters.removeValue(forKey: id).map { Array($0.values) } ?? []
     }
 
     /// Every job in queue order.
@@ -252,9 +291,16 @@ public final class PrepareQueue: Service, Sendable {
         } catch {
             outcome = .failure(error)
         }
+        // A job that failed before the origin answered: its failure is the head waiters hear.
+        var woken: [CheckedContinuation<OriginHead?, Never>] = []
+        var failedHead: OriginHead?
+        defer { for c in woken { c.resume(returning: failedHead) } }
         let finished = state.withLock { s -> PrepareJob? in
             s.stopping.remove(id)
-            if s.heads[id] == nil, case .failure(let f) = outcome { s.heads[id] = f.head }
+            if s.heads[id] == nil, case .failure(let f) = outcome {
+                failedHead = f.head
+                woken = Self.setHead(id, f.head, &s)
+            }
             guard s.running[id] != nil else { return nil }  // paused, cancelled or preempted
             s.running[id] = nil
             guard var current = s.jobs[id], current.state == .running else { return nil }  // paused or cancelled
@@ -285,9 +331,10 @@ public final class PrepareQueue: Service, Sendable {
     }
 
     private func heard(_ id: String, _ head: OriginHead) {
-        state.withLock { s in
-            if s.running[id] != nil && s.heads[id] == nil { s.heads[id] = head }
+        let woken = state.withLock { s in
+            s.running[id] != nil && s.heads[id] == nil ? Self.setHead(id, head, &s) : []
         }
+        for c in woken { c.resume(returning: head) }
     }
 
     /// Keeps a running job's progress (in memory and on disk) after each piece.

@@ -13,8 +13,8 @@ import Foundation
 /// | `want` | node | `object`, `rid` |
 /// | `peers` | tracker | `rid`, `peers`: holders best first, each with a piece token |
 /// | `report` | node | `object`, `peerId`: that peer sent a piece that failed verification |
-/// | `sums` | node | `rid`, `ref`, `urgent`: the checksums of an object, prepared if need be |
-/// | `sums` | tracker | `rid`, `object`, `answer` (a `ChecksumAnswer`) |
+/// | `sums` | node | `rid`, `ref`, `urgent`, `wait`: the checksums of an object, prepared if need be; `wait` false: a not-ready answer comes at once, without waiting for the origin's first answer |
+/// | `sums` | tracker | `rid`, `object`, `answer` (a `ChecksumAnswer`), and with a ready answer `peers` as for a want |
 /// | `prepare` | node | `refs`: objects to prepare ahead of players, in playback order |
 public struct SwarmMessage: Codable, Sendable, Equatable {
     public var type: String
@@ -33,6 +33,7 @@ public struct SwarmMessage: Codable, Sendable, Equatable {
     public var ref: ObjectRef?
     public var refs: [ObjectRef]?
     public var urgent: Bool?
+    public var wait: Bool?
     public var answer: ChecksumAnswer?
 
     public init(type: String) { self.type = type }

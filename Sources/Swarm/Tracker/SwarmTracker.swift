@@ -176,7 +176,10 @@ public final class SwarmTracker: Sendable {
             answer.rid = m.rid
             answer.object = m.ref?.key.id
             if let ref = m.ref, let host {
-                answer.answer = await host.checksums(ref, urgent: m.urgent ?? true)
+                let sums = await host.checksums(ref, urgent: m.urgent ?? true, waitForOrigin: m.wait ?? true)
+                answer.answer = sums
+                // Ready: the holders come along, so the node needs no want before its first piece.
+                if sums.state == .ready { answer.peers = peers(holding: ref.key.id, for: peer) }
             } else {
                 answer.answer = ChecksumAnswer(state: .unavailable, reason: host == nil ? "this tracker has no registry" : "no object named")
             }
@@ -258,8 +261,10 @@ public protocol TrackerHost: Sendable {
     var seedURL: String { get }
     /// Whether the seed holds pieces of an object.
     func holds(_ objectID: String) -> Bool
-    /// The checksums of `ref`, preparing it first when need be (`urgent`: a player waits).
-    func checksums(_ ref: ObjectRef, urgent: Bool) async -> ChecksumAnswer
+    /// The checksums of `ref`, preparing it first when need be (`urgent`: a player waits). Not
+    /// ready, the answer waits for the origin's first answer to the preparation only if
+    /// `waitForOrigin`.
+    func checksums(_ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool) async -> ChecksumAnswer
     /// Queues objects for preparation ahead of players, in order.
     func prepare(_ refs: [ObjectRef])
 }

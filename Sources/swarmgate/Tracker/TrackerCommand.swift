@@ -16,7 +16,7 @@ struct TrackerCommand: AsyncParsableCommand {
     @Option(name: .customLong("cache-dir"), help: "Folder of the pieces the registry prepared (the first seed).") var cacheDir: String?
     @Option(name: .customLong("cache-size"), help: "Hard bound of the seed's piece store, e.g. 10GiB.") var cacheSize: String?
     @Option(name: .customLong("piece-size"), help: "Bytes per piece of newly prepared objects (default 256KiB).") var pieceSize: String?
-    @Option(name: .customLong("prepare-jobs"), help: "Prepare jobs that run at once (default 3).") var prepareJobs: String?
+    @Option(name: .customLong("prepare-jobs"), help: "Prepare jobs that run at once (default 8).") var prepareJobs: String?
     @Option(name: .customLong("max-object-size"), help: "Largest media object fetched from an origin, e.g. 4GiB.") var maxObjectSize: String?
     @Option(name: .customLong("origin-idle-timeout"), help: "Seconds an origin may send nothing before a preparation fails.") var originIdleTimeout: String?
     @Option(name: .customLong("allow-origin"), help: "Origin hosts the registry may fetch: host, host:port or *.suffix, comma-separated.") var allowOrigin: String?

@@ -117,9 +117,12 @@ enum Live {
         return (p, port)
     }
 
-    /// Tests/python/object_origin.py (versioned objects, resets, per-object records).
-    static func objectOrigin() throws -> (LiveProcess, Int) {
-        let p = try LiveProcess(python, [packageRoot.appendingPathComponent("Tests/python/object_origin.py").path])
+    /// Tests/python/object_origin.py (versioned objects, resets, per-object records), a round
+    /// trip of `rttMilliseconds` away (see OBJECT_ORIGIN_RTT_MS there).
+    static func objectOrigin(rttMilliseconds: Int = 0) throws -> (LiveProcess, Int) {
+        let p = try LiveProcess(
+            python, [packageRoot.appendingPathComponent("Tests/python/object_origin.py").path],
+            environment: ["OBJECT_ORIGIN_RTT_MS": String(rttMilliseconds)])
         guard let port = Int(p.firstStdoutLine()) else { throw TestFailure("object origin did not start: \(p.stderr)") }
         return (p, port)
     }
