@@ -282,7 +282,8 @@ public final class SwarmNode: Sendable {
 
     /// Piece `index` of `key` from peers, shared by every request for it meanwhile (a
     /// player's and a prefetch's alike): the first peer that sends it verified within
-    /// `deadline`, kept in the store.
+    /// `deadline`, kept in the store. A request that joins a fetch under way gets that fetch's
+    /// deadline (both are the segment's peer deadline, counted from the earlier start).
     private func fromPeers(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, deadline: Duration, prefetch: Bool) async -> PeerOutcome {
         await peerFlights.run(key.id + "#\(index)") {
             await self.askPeers(key, index, checksums: checksums, deadline: deadline, prefetch: prefetch)
