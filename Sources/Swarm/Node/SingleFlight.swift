@@ -17,7 +17,4 @@ final class SingleFlight<Value: Sendable>: Sendable {
         if owner { running.withLock { r in if r[key] == task { r[key] = nil } } }
         return value
     }
-
-    /// Whether a run for `key` is under way.
-    func isRunning(_ key: String) -> Bool { running.withLock { $0[key] != nil } }
 }

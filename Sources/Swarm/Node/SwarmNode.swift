@@ -21,9 +21,9 @@ public final class SwarmNode: Sendable {
     public let peerDeadline: Duration
     let onBadPiece: @Sendable () -> Void
     let onFallback: @Sendable (FallbackReason) -> Void
-    private let flights = Mutex<[String: Task<ObtainedPiece, any Error>]>([:])
-    /// Requests to the tracker and to peers, one at a time per object (or piece): a player's
-    /// request joins a prefetch already under way instead of repeating it.
+    /// Requests for a missing piece, to the tracker and to peers, one at a time per piece (or
+    /// object): a player's request joins one already under way, a prefetch's included.
+    private let pieceFlights = SingleFlight<Result<ObtainedPiece, any Error>>()
     private let checksumFlights = SingleFlight<ChecksumAnswer>()
     private let wantFlights = SingleFlight<[SwarmPeer]>()
     private let peerFlights = SingleFlight<PeerOutcome>()
@@ -194,27 +194,21 @@ public final class SwarmNode: Sendable {
     /// deadline, else from `url` by range; verified against the registry's checksum, kept,
     /// returned. Concurrent calls for one piece share one fetch.
     public func obtain(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, deadline: Duration? = nil) async throws -> ObtainedPiece {
-        let flightID = key.id + "#\(index)"
-        let task = flights.withLock { f -> Task<ObtainedPiece, any Error> in
-            if let running = f[flightID] { return running }
-            let t = Task {
-                switch await self.fromPeers(key, index, checksums: checksums, deadline: deadline ?? self.peerDeadline, prefetch: false) {
-                case .piece(let piece):
-                    // A prefetch this request joined: the piece is served now, not later.
-                    _ = self.takePrefetched(key, index)
-                    return piece
-                case .none(let reason?):
-                    self.onFallback(reason)
-                case .none(nil):
-                    break
-                }
-                return ObtainedPiece(bytes: try await self.fetchPiece(key, index, checksums: checksums, url: url))
+        try await pieceFlights.run(key.id + "#\(index)") {
+            switch await self.fromPeers(key, index, checksums: checksums, deadline: deadline ?? self.peerDeadline, prefetch: false) {
+            case .piece(let piece):
+                // A prefetch this request joined: the piece is served now, not later.
+                _ = self.takePrefetched(key, index)
+                return .success(piece)
+            case .none(let reason?):
+                self.onFallback(reason)
+            case .none(nil):
+                break
             }
-            f[flightID] = t
-            return t
-        }
-        defer { flights.withLock { f in if f[flightID] == task { f[flightID] = nil } } }
-        return try await task.value
+            do { return .success(ObtainedPiece(bytes: try await self.fetchPiece(key, index, checksums: checksums, url: url))) } catch {
+                return .failure(error)
+            }
+        }.get()
     }
 
     // MARK: prefetch
@@ -222,9 +216,9 @@ public final class SwarmNode: Sendable {
     /// Fetches `refs` (the segments after the one a player reads) from peers in the
     /// background, each within its deadline, so that the player's next requests are cache
     /// hits (a request that comes meanwhile joins the fetch). Peers only: what they do not
-    /// have is left for the player's own request (and the CDN).
-    /// Objects go one after the other in playback order, so that the next one a player asks
-    /// for is the first to arrive and prefetching never crowds out a player's own request.
+    /// have is left for the player's own request (and the CDN). Objects go one after the
+    /// other in playback order, so that the next one a player asks for arrives first and
+    /// prefetching never crowds out a player's own request.
     public func prefetch(_ refs: [(ref: ObjectRef, deadline: Duration)]) {
         guard let link, link.isConnected else { return }
         let claimed = prefetching.withLock { p in refs.filter { p.insert($0.ref.key.id).inserted } }

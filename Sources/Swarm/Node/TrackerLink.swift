@@ -185,7 +185,7 @@ public final class TrackerLink: Service, Sendable {
     /// peers holding it as a want would name them; `.unavailable` when the tracker is away or
     /// does not answer in time. Not ready, the tracker waits for the origin's first answer to
     /// the preparation only if `waitForOrigin`.
-    public func checksums(_ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool = true) async -> (answer: ChecksumAnswer, peers: [SwarmPeer]) {
+    public func checksums(_ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool) async -> (answer: ChecksumAnswer, peers: [SwarmPeer]) {
         var m = SwarmMessage(type: "sums")
         m.ref = ref
         m.urgent = urgent

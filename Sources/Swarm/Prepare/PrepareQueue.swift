@@ -127,12 +127,12 @@ public final class PrepareQueue: Service, Sendable {
     /// the answer itself, so a player waits for the origin and nothing else.
     public func head(_ key: ObjectKey, timeout: Duration) async -> OriginHead? {
         let id = key.id.prefixID
+        if timeout <= .zero { return state.withLock { $0.heads[id] } }
         let deadline = ContinuousClock.now + timeout
         let waiter = state.withLock { s in
             s.nextWaiter += 1
             return s.nextWaiter
         }
-        if timeout <= .zero { return state.withLock { $0.heads[id] } }
         let timer = Task {
             try? await Task.sleep(for: timeout)
             self.stopWaiting(id, waiter)
