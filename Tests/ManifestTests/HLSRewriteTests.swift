@@ -58,6 +58,17 @@ struct HLSTagTests {
         #expect(r.kind == .media)
     }
 
+    /// Found by the fuzzer: a tag with two URI attributes in the opposite order from its rule
+    /// table (X-ASSET-LIST before X-ASSET-URI) trapped, because the second rewrite started
+    /// before the output already written. Both are rewritten, in place, in line order.
+    @Test func aTagsURIAttributesAreRewrittenInLineOrder() throws {
+        let line = "#EXT-X-DATERANGE:ID=\"ad\",X-ASSET-LIST=\"l.json\",X-ASSET-URI=\"ad.m3u8\""
+        let r = try rewriteHLS("#EXTM3U\n#EXT-X-TARGETDURATION:4\n\(line)\n")
+        let expected = "#EXT-X-DATERANGE:ID=\"ad\",X-ASSET-LIST=\"\(Self.seg)/l.json?xresid=s1&xhttps=1\",X-ASSET-URI=\"\(Self.seg)/ad.m3u8?xresid=s1&xhttps=1\""
+        #expect(String(decoding: r.output, as: UTF8.self) == "#EXTM3U\n#EXT-X-TARGETDURATION:4\n\(expected)\n")
+        #expect(r.references.map { $0.origin.string } == ["https://cdn.example.com/vod/movie/l.json", "https://cdn.example.com/vod/movie/ad.m3u8"])
+    }
+
     @Test(arguments: [
         ("#EXT-X-I-FRAME-STREAM-INF:BANDWIDTH=1,URI=\"if.m3u8\"", "#EXT-X-I-FRAME-STREAM-INF:BANDWIDTH=1,URI=\"\(seg)/if.m3u8?xresid=s1&xhttps=1\"", HLSReference.Role.iFrameVariant),
         ("#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"a\",NAME=\"en\",URI=\"en/a.m3u8\"", "#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"a\",NAME=\"en\",URI=\"\(seg)/en/a.m3u8?xresid=s1&xhttps=1\"", .rendition),

@@ -282,8 +282,10 @@ struct HLSRewriteRun {
             }
         case .uris(let names):
             let attrs = try AttributeList(b, value, line: line)
-            for (name, role) in names {
-                guard let uri = attrs.first(name, in: b) else { continue }
+            // The output is written front to back, so the URIs are rewritten in the order they
+            // stand on the line, whatever order the tag's table lists them in.
+            let found = names.compactMap { name, role in attrs.first(name, in: b).map { (uri: $0, role: role) } }
+            for (uri, role) in found.sorted(by: { $0.uri.value.lowerBound < $1.uri.value.lowerBound }) {
                 var range: ByteRange?
                 if role == .map || role == .part, let br = attrs.first("BYTERANGE", in: b) {
                     range = try byteRange(br.value, allowImplicitOffset: role == .part)
