@@ -37,22 +37,16 @@ PLAYER_TIMEOUT = 300  # seconds a whole run of players may take
 
 
 class Child:
-    """A process started here; a thread collects its stderr (so the pipe never fills)."""
+    """A process started here, its stderr written to a file: no thread of this process reads
+    it while players run, so the players' timing shares the interpreter with nothing else."""
 
     def __init__(self, cmd, stdout=subprocess.DEVNULL, env=None):
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=stdout, stderr=subprocess.PIPE, env=env)
-        self.lock = threading.Lock()
-        self.err = ""
-        threading.Thread(target=self._collect, daemon=True).start()
-
-    def _collect(self):
-        for line in iter(self.proc.stderr.readline, b""):
-            with self.lock:
-                self.err += line.decode(errors="replace")
+        self.log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=stdout, stderr=self.log, env=env)
 
     def stderr(self):
-        with self.lock:
-            return self.err
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
 
     def wait_stderr(self, pattern, timeout=30):
         """Waits until stderr matches `pattern` (a regex); returns the match."""
@@ -79,6 +73,7 @@ class Child:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        self.log.close()
 
 
 def get(url):

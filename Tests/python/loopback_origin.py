@@ -12,6 +12,9 @@ from http.server import ThreadingHTTPServer
 
 class Server(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default backlog is 5: a gateway's prepare jobs and its players connecting
+    # at once overflowed it, and a dropped SYN is retried after a whole second. A CDN's is large.
+    request_queue_size = 128
 
     def handle_error(self, request, client_address):
         pass  # clients that hang up mid-body are normal here
