@@ -67,6 +67,7 @@ public struct GatewayServer: Sendable {
         } else {
             let host = LocalRegistryHost(node: node, seedPeerID: peerID, wait: c.originIdleTimeout, publicURL: { responder.currentPublicURL })
             let tracker = SwarmTracker(appID: credentials.appID, secret: credentials.secret, host: host, logger: logger)
+            node.prepareQueue.onPrepared { ref in tracker.objectReady(ref) }
             responder.attach(tracker)
             services.append(SilentSessionSweeper(tracker: tracker))
             embedded = tracker
@@ -141,6 +142,11 @@ struct LocalRegistryHost: TrackerHost {
     }
 
     func prepare(_ refs: [ObjectRef]) { node.prepareAhead(refs.filter(Self.names)) }
+
+    func readyAnswer(_ ref: ObjectRef) -> ChecksumAnswer? {
+        guard let entry = node.registry.entry(ref.key), entry.state == .ready, let checksums = entry.checksums else { return nil }
+        return ChecksumAnswer(ready: entry, checksums: checksums)
+    }
 
     /// Whether `ref.url` is the origin URL of the object `ref` keys: a node cannot have the
     /// registry file one URL's checksums under another object.

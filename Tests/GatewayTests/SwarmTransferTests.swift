@@ -94,6 +94,36 @@ final class SwarmTransferTests {
         for (k, p) in played.enumerated() { #expect(p.body == Self.segment(name, k), "segment \(k) of \(name)") }
     }
 
+    /// An origin, a tracker and nodes A and B logged in to it, where A has played VOD `name`
+    /// (`segments` long) through: every object is ready at the tracker.
+    struct PlayedOnA {
+        let origin: LiveProcess, originPort: Int
+        let tracker: LiveProcess, trackerPort: Int
+        let a: LiveProcess, portA: Int
+        let b: LiveProcess, portB: Int
+        let playlist: String
+
+        func stop() {
+            for p in [b, a, tracker, origin] { p.stop() }
+        }
+    }
+
+    func playedOnA(_ name: String, segments: Int) async throws -> PlayedOnA {
+        let (origin, originPort) = try Live.objectOrigin()
+        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
+        let (a, portA) = try node(trackerPort: trackerPort, originPort: originPort)
+        let (b, portB) = try node(trackerPort: trackerPort, originPort: originPort)
+        let list = Self.playlist(name, originPort: originPort, segments: segments)
+        let swarm = PlayedOnA(origin: origin, originPort: originPort, tracker: t, trackerPort: trackerPort, a: a, portA: portA, b: b, portB: portB, playlist: list)
+        do {
+            expectCorrect(try await Self.play(port: portA, playlist: list), name, segments: segments)
+        } catch {
+            swarm.stop()
+            throw error
+        }
+        return swarm
+    }
+
     @Test func fourNodesPlayingOneVODTakeMostBytesFromEachOther() async throws {
         let (origin, originPort) = try Live.objectOrigin()
         defer { origin.stop() }
@@ -153,29 +183,64 @@ final class SwarmTransferTests {
         #expect(missing.status == 404)
     }
 
-    @Test func aSegmentIsTakenFromPeersOnceWhenItsPlayerAndItsPrefetchWantItTogether() async throws {
-        let (origin, originPort) = try Live.objectOrigin()
+    /// A node that asks the tracker to prepare a playlist is sent the checksums and holders of
+    /// the objects that are ready, unasked: with the tracker gone right after, it still serves
+    /// a segment it never asked about (from a peer or the origin by range, verified), where a
+    /// node that had to ask would send its player to the origin.
+    @Test func aPlaylistsReadyChecksumsComeWithItsPreparation() async throws {
+        let swarm = try await playedOnA("told", segments: 6)
+        defer { swarm.stop() }
+        let playlist = try await HTTP.get("http://127.0.0.1:\(swarm.portB)\(swarm.playlist)")
+        #expect(playlist.status == 200)
+        // The tracker answers B's prepare in milliseconds; then it dies.
+        try await Task.sleep(for: .seconds(1))
+        swarm.tracker.stop(signal: SIGKILL)
+        // Segment 4: not among the three B prefetches with the playlist, never asked about.
+        let fifth = try #require(playlist.text.split(separator: "\n").filter { !$0.hasPrefix("#") }.dropFirst(4).first)
+        let r = try await HTTP.get(String(fifth))
+        #expect(r.status == 200)
+        #expect(r.body == Self.segment("told", 4))
+    }
+
+    /// A tracker that stops answering holds a player's request for a listed segment that is
+    /// not ready for a second at most (the quick checksum timeout), then the player goes to
+    /// the origin: never the 12 s a request that waits on the origin may take.
+    @Test func aFrozenTrackerHoldsAPlayerUpForASecondAtMost() async throws {
+        // An origin a second away keeps the objects preparing for seconds.
+        let (origin, originPort) = try Live.objectOrigin(rttMilliseconds: 1000)
         defer { origin.stop() }
         let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
         defer { t.stop() }
-        let (a, portA) = try node(trackerPort: trackerPort, originPort: originPort)
-        defer { a.stop() }
-        let (b, portB) = try node(trackerPort: trackerPort, originPort: originPort)
-        defer { b.stop() }
-        let segments = 6
-        let list = Self.playlist("once", originPort: originPort, segments: segments)
-        expectCorrect(try await Self.play(port: portA, playlist: list), "once", segments: segments)
+        let (n, port) = try node(trackerPort: trackerPort, originPort: originPort)
+        defer { n.stop() }
+        let list = try await HTTP.get("http://127.0.0.1:\(port)\(Self.playlist("frozen", originPort: originPort, segments: 3))")
+        #expect(list.status == 200)
+        kill(t.process.processIdentifier, SIGSTOP)
+        defer { kill(t.process.processIdentifier, SIGCONT) }
+        let second = try #require(list.text.split(separator: "\n").filter { !$0.hasPrefix("#") }.dropFirst().first)
+        let start = ContinuousClock.now
+        let r = try await HTTP.get(String(second))
+        let waited = ContinuousClock.now - start
+        #expect(r.status == 302)
+        #expect(r.headers.first { $0.key.lowercased() == "location" }?.value == "http://127.0.0.1:\(originPort)/obj/frozen/seg1.ts?size=200000&token=abc")
+        #expect(waited >= .seconds(1) && waited < .seconds(5), "the 302 took \(waited)")
+    }
+
+    @Test func aSegmentIsTakenFromPeersOnceWhenItsPlayerAndItsPrefetchWantItTogether() async throws {
+        let swarm = try await playedOnA("once", segments: 6)
+        defer { swarm.stop() }
+        let list = swarm.playlist
         func uploads() async throws -> Int {
             var sum = 0
-            for port in [trackerPort, portA] { sum += try await Self.stat(port)["uploadBytes"] as? Int ?? 0 }
+            for port in [swarm.trackerPort, swarm.portA] { sum += try await Self.stat(port)["uploadBytes"] as? Int ?? 0 }
             return sum
         }
         let before = try await uploads()
         // Every object is ready at the tracker now. B's playlist starts prefetching its first
         // segments while its player asks for them: each piece crosses from a peer once.
-        expectCorrect(try await Self.play(port: portB, playlist: list), "once", segments: segments)
+        expectCorrect(try await Self.play(port: swarm.portB, playlist: list), "once", segments: 6)
         let uploaded = try await uploads() - before
-        let fromPeers = try await Self.stat(portB)["p2pBytes"] as? Int ?? 0
+        let fromPeers = try await Self.stat(swarm.portB)["p2pBytes"] as? Int ?? 0
         #expect(fromPeers > 0)
         #expect(uploaded == fromPeers, "peers sent \(uploaded) bytes, node B took \(fromPeers) from them")
     }

@@ -114,6 +114,7 @@ public final class SwarmNode: Sendable {
             s.link = link
             s.peerID = link.configuration.peerID
         }
+        link.onReady { [weak self] ref, answer, peers in self?.told(ref, answer, peers) }
         store.observe { change in
             Task {
                 switch change {
@@ -186,6 +187,14 @@ public final class SwarmNode: Sendable {
         } else {
             for ref in refs { prepareQueue.enqueue(ref.key, url: ref.url, urgent: false) }
         }
+    }
+
+    /// The tracker's registry made ready an object this node asked it to prepare: its
+    /// checksums and holders are kept, so that its first request needs no round trip.
+    private func told(_ ref: ObjectRef, _ answer: ChecksumAnswer, _ peers: [SwarmPeer]) {
+        guard let checksums = answer.checksums else { return }
+        registry.markReady(ref.key, checksums: checksums, etag: answer.etag, lastModified: answer.lastModified, contentType: answer.contentType)
+        keepPeerList(ref.key, peers)
     }
 
     // MARK: missing pieces

@@ -23,6 +23,9 @@ public final class TrackerLink: Service, Sendable {
         public var wantTimeout: Duration = .seconds(2)
         /// How long a request for checksums waits (the tracker may wait on the origin first).
         public var checksumTimeout: Duration = .seconds(12)
+        /// How long a request for checksums the tracker answers at once waits (a player is
+        /// sent to the origin after that: a stuck tracker never holds playback up for long).
+        public var quickChecksumTimeout: Duration = .seconds(1)
 
         public init(url: String, appID: String, secret: String, peerID: String, publicURL: @escaping @Sendable () -> String) {
             self.url = url
@@ -39,6 +42,8 @@ public final class TrackerLink: Service, Sendable {
         /// Requests waiting for the tracker's answer, by request id.
         var waiting: [Int: CheckedContinuation<SwarmMessage?, Never>] = [:]
         var logins = 0
+        /// Where checksums the tracker sends unasked go.
+        var ready: (@Sendable (ObjectRef, ChecksumAnswer, [SwarmPeer]) -> Void)?
     }
 
     public let configuration: Configuration
@@ -51,6 +56,12 @@ public final class TrackerLink: Service, Sendable {
         self.configuration = configuration
         self.held = held
         self.logger = logger
+    }
+
+    /// Hands `handler` the checksums (and holders) the tracker sends unasked: those of objects
+    /// the node asked it to prepare, once ready.
+    public func onReady(_ handler: @escaping @Sendable (ObjectRef, ChecksumAnswer, [SwarmPeer]) -> Void) {
+        state.withLock { $0.ready = handler }
     }
 
     /// Whether the node is logged in now.
@@ -129,6 +140,10 @@ public final class TrackerLink: Service, Sendable {
     }
 
     private func received(_ m: SwarmMessage) {
+        if m.type == "sums" && m.rid == nil {
+            if let ref = m.ref, let answer = m.answer, answer.state == .ready { state.withLock { $0.ready }?(ref, answer, m.peers ?? []) }
+            return
+        }
         guard m.type == "peers" || m.type == "sums", let rid = m.rid else { return }
         let waiter = state.withLock { $0.waiting.removeValue(forKey: rid) }
         waiter?.resume(returning: m)
@@ -166,7 +181,9 @@ public final class TrackerLink: Service, Sendable {
         try? await send(m.json)
     }
 
-    /// Asks the tracker's registry to prepare objects ahead of players (no-op while away).
+    /// Asks the tracker's registry to prepare objects ahead of players (no-op while away). The
+    /// tracker sends the checksums of the first of them unasked: now for those that are ready,
+    /// the others when they are.
     public func prepare(_ refs: [ObjectRef]) async {
         guard let send = state.withLock({ $0.send }), !refs.isEmpty else { return }
         var m = SwarmMessage(type: "prepare")
@@ -190,7 +207,7 @@ public final class TrackerLink: Service, Sendable {
         m.ref = ref
         m.urgent = urgent
         m.wait = waitForOrigin
-        guard let reply = await request(m, timeout: configuration.checksumTimeout) else {
+        guard let reply = await request(m, timeout: waitForOrigin ? configuration.checksumTimeout : configuration.quickChecksumTimeout) else {
             return (ChecksumAnswer(state: .unavailable, reason: isConnected ? "the tracker did not answer in time" : "the tracker is away"), [])
         }
         return (reply.answer ?? ChecksumAnswer(state: .unavailable, reason: "the tracker sent no checksums"), reply.peers ?? [])

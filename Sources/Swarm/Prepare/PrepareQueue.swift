@@ -32,6 +32,8 @@ public final class PrepareQueue: Service, Sendable {
     private let state: Mutex<State>
     private let wake: AsyncStream<Void>.Continuation
     private let wakes: AsyncStream<Void>
+    /// Told of each object prepared (the tracker tells the nodes waiting for it).
+    private let preparedObserver = Mutex<(@Sendable (ObjectRef) -> Void)?>(nil)
     private let logger: Logger
 
     init(
@@ -54,6 +56,11 @@ public final class PrepareQueue: Service, Sendable {
         state = Mutex(s)
         (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         pruneDone()
+    }
+
+    /// Calls `observer` with each object once its preparation made it ready.
+    public func onPrepared(_ observer: @escaping @Sendable (ObjectRef) -> Void) {
+        preparedObserver.withLock { $0 = observer }
     }
 
     /// Drops the oldest done jobs past `keepDone`, in memory and in storage.
@@ -321,6 +328,7 @@ public final class PrepareQueue: Service, Sendable {
             case .success(let o):
                 registry.markReady(job.key, checksums: o.checksums, etag: o.etag, lastModified: o.lastModified, contentType: o.contentType)
                 logger.info("prepared", metadata: ["object": "\(job.key)", "bytes": "\(o.checksums.layout.length)"])
+                preparedObserver.withLock { $0 }?(ObjectRef(key: job.key, url: job.url))
             case .failure(let f):
                 registry.markFailed(job.key, f.description)
                 logger.warning("preparation failed", metadata: ["object": "\(job.key)", "error": "\(f)"])

@@ -11,9 +11,12 @@ public final class SwarmTracker: Sendable {
         var url: String
         var connection: UInt64
         var lastSeen: ContinuousClock.Instant
+        var send: @Sendable (String) async throws -> Void
         var objects: Set<String> = []
         /// Times handed out to others lately: wants spread load over holders.
         var handouts = 0
+        /// Objects the node asked to prepare and is told about when they are ready.
+        var watched: Set<String> = []
     }
 
     struct State {
@@ -68,7 +71,7 @@ public final class SwarmTracker: Sendable {
             return "no login"
         }
         let peer: String
-        switch admit(login, connection: connection) {
+        switch admit(login, connection: connection, send: send) {
         case .failure(let why):
             logger.warning("login refused", metadata: ["peer": "\(login.peerId ?? "?")", "reason": "\(why.rawValue)"])
             try? await send(Self.refused(why.rawValue))
@@ -114,7 +117,7 @@ public final class SwarmTracker: Sendable {
         return m.json
     }
 
-    private func admit(_ m: SwarmMessage, connection: UInt64) -> Result<String, LoginRefusal> {
+    private func admit(_ m: SwarmMessage, connection: UInt64, send: @escaping @Sendable (String) async throws -> Void) -> Result<String, LoginRefusal> {
         guard let appID = m.appId, let peer = m.peerId, let ts = m.ts, let nonce = m.nonce, let sig = m.sig, let url = m.url else {
             return .failure(.badSignature)
         }
@@ -126,7 +129,7 @@ public final class SwarmTracker: Sendable {
         if state.withLock({ $0.banned.contains(peer) }) { return .failure(.banned) }
         state.withLock { s in
             // A node that logs in again replaces its old session.
-            s.sessions[peer] = Session(url: url, connection: connection, lastSeen: .now)
+            s.sessions[peer] = Session(url: url, connection: connection, lastSeen: .now, send: send)
         }
         return .success(peer)
     }
@@ -159,11 +162,67 @@ public final class SwarmTracker: Sendable {
             if let bad = m.peerId, let object = m.object { report(bad, object: object, by: peer) }
             return nil
         case "prepare":
-            if let refs = m.refs { host?.prepare(Array(refs.prefix(Self.maxRefsPerMessage))) }
+            guard let host, let refs = m.refs, !refs.isEmpty else { return nil }
+            host.prepare(Array(refs.prefix(Self.maxRefsPerMessage)))
+            watch(Array(refs.prefix(Self.pushAhead)), for: peer, host: host)
             return nil
         default:
             return nil
         }
+    }
+
+    /// Read-ahead objects whose readiness a node is told of unasked: the first of a playlist's,
+    /// where its players start (the rest come by prefetch and `sums` as they play).
+    static let pushAhead = 64
+    /// Objects one session may be watching at once.
+    static let maxWatched = 4096
+
+    /// What follows a `prepare`: the checksums (and holders) of the objects among `refs` that
+    /// are ready go to `peer` now, unasked; the others are watched and go to it when they are
+    /// ready (`objectReady`). Its players' first requests then need no round trip here.
+    private func watch(_ refs: [ObjectRef], for peer: String, host: any TrackerHost) {
+        // Watched first, then looked up: an object that becomes ready in between is pushed
+        // twice rather than never.
+        let send = state.withLock { s -> (@Sendable (String) async throws -> Void)? in
+            guard var session = s.sessions[peer] else { return nil }
+            for ref in refs where session.watched.count < Self.maxWatched { session.watched.insert(ref.key.id) }
+            s.sessions[peer] = session
+            return session.send
+        }
+        guard let send else { return }
+        var ready: [String] = []
+        for ref in refs {
+            guard let answer = host.readyAnswer(ref) else { continue }
+            ready.append(ref.key.id)
+            push(ref, answer, to: peer, send: send)
+        }
+        state.withLock { s in s.sessions[peer]?.watched.subtract(ready) }
+    }
+
+    /// `ref` is ready in the registry: its checksums and holders go to every node watching it.
+    public func objectReady(_ ref: ObjectRef) {
+        guard let host, let answer = host.readyAnswer(ref) else { return }
+        let id = ref.key.id
+        let watchers = state.withLock { s -> [(String, @Sendable (String) async throws -> Void)] in
+            var found: [(String, @Sendable (String) async throws -> Void)] = []
+            for (peer, session) in s.sessions where session.watched.contains(id) {
+                s.sessions[peer]?.watched.remove(id)
+                found.append((peer, session.send))
+            }
+            return found
+        }
+        for (peer, send) in watchers { push(ref, answer, to: peer, send: send) }
+    }
+
+    /// A `sums` without a request id: unasked checksums of an object `peer` asked to prepare.
+    private func push(_ ref: ObjectRef, _ answer: ChecksumAnswer, to peer: String, send: @escaping @Sendable (String) async throws -> Void) {
+        var m = SwarmMessage(type: "sums")
+        m.ref = ref
+        m.object = ref.key.id
+        m.answer = answer
+        m.peers = peers(holding: ref.key.id, for: peer)
+        let text = m.json
+        Task { try? await send(text) }
     }
 
     /// Read-ahead objects taken from one `prepare` message.
@@ -267,4 +326,6 @@ public protocol TrackerHost: Sendable {
     func checksums(_ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool) async -> ChecksumAnswer
     /// Queues objects for preparation ahead of players, in order.
     func prepare(_ refs: [ObjectRef])
+    /// The checksums of `ref` if they are ready now (never prepares, never waits).
+    func readyAnswer(_ ref: ObjectRef) -> ChecksumAnswer?
 }
