@@ -141,7 +141,12 @@ public final class TrackerLink: Service, Sendable {
 
     private func received(_ m: SwarmMessage) {
         if m.type == "sums" && m.rid == nil {
-            if let ref = m.ref, let answer = m.answer, answer.state == .ready { state.withLock { $0.ready }?(ref, answer, m.peers ?? []) }
+            // Kept off this loop (the registry writes them through to its storage), so that
+            // the answers players wait for are not queued behind them.
+            if let ref = m.ref, let answer = m.answer, answer.state == .ready, let handler = state.withLock({ $0.ready }) {
+                let peers = m.peers ?? []
+                Task { handler(ref, answer, peers) }
+            }
             return
         }
         guard m.type == "peers" || m.type == "sums", let rid = m.rid else { return }
