@@ -41,6 +41,9 @@ public struct GatewayConfiguration: Sendable {
     public var peerDeadline: Duration?
     /// Segments after the one a player reads that are fetched from peers in the background.
     public var prefetchSegments = 3
+    /// Messages per second one node's connection to this process's tracker may send (bursts
+    /// of twice that) before it is closed. A node sends a few per segment its players fetch.
+    public var nodeMessageRate = 500.0
     /// What the process is: a gateway node, or a tracker (signalling, the checksum registry
     /// and the first seed; it serves no players).
     public var role = Role.node
@@ -111,6 +114,10 @@ public struct GatewayConfiguration: Sendable {
         if let t = s["peer-deadline"], t != "auto" {
             guard let seconds = Double(t), seconds >= 0, seconds <= 60 else { throw SettingsError("peer-deadline must be auto or seconds (0 to 60), not '\(t)'") }
             peerDeadline = .milliseconds(Int64(seconds * 1000))
+        }
+        if let n = s["node-message-rate"] {
+            guard let rate = Double(n), rate >= 1, rate <= 1_000_000 else { throw SettingsError("node-message-rate must be 1 to 1000000, not '\(n)'") }
+            nodeMessageRate = rate
         }
         if let n = s["prefetch-segments"] {
             guard let w = Int(n), (0...32).contains(w) else { throw SettingsError("prefetch-segments must be 0 to 32, not '\(n)'") }

@@ -66,7 +66,8 @@ public struct GatewayServer: Sendable {
             services.append(link)
         } else {
             let host = LocalRegistryHost(node: node, seedPeerID: peerID, wait: c.originIdleTimeout, publicURL: { responder.currentPublicURL })
-            let tracker = SwarmTracker(appID: credentials.appID, secret: credentials.secret, host: host, logger: logger)
+            let tracker = SwarmTracker(
+                appID: credentials.appID, secret: credentials.secret, messagesPerSecond: c.nodeMessageRate, host: host, logger: logger)
             node.prepareQueue.onPrepared { ref in tracker.objectReady(ref) }
             responder.attach(tracker)
             services.append(SilentSessionSweeper(tracker: tracker))

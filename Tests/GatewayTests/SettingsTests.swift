@@ -76,7 +76,12 @@ struct SettingsTests {
         for bad in [["peer-deadline": "soon"], ["peer-deadline": "-1"], ["prefetch-segments": "99"], ["peer-url": "not a url"]] {
             #expect(throws: SettingsError.self) { try GatewayConfiguration(try settings(flags: bad)) }
         }
-        let tracker = try GatewayConfiguration(try Settings(SettingDefinitions.tracker, flags: ["db": "/var/lib/t.sqlite"], environment: [:]))
+        #expect(auto.nodeMessageRate == 500)
+        for bad in ["0", "many", "-5"] {
+            #expect(throws: SettingsError.self) { try GatewayConfiguration(try settings(flags: ["node-message-rate": bad])) }
+        }
+        let tracker = try GatewayConfiguration(try Settings(SettingDefinitions.tracker, flags: ["db": "/var/lib/t.sqlite", "node-message-rate": "2000"], environment: [:]))
+        #expect(tracker.nodeMessageRate == 2000)
         #expect(tracker.registryPath == "/var/lib/t.sqlite")
         #expect(tracker.cacheDirectory == "swarmgate-tracker-cache")
     }

@@ -48,6 +48,24 @@ struct TrackerSessionTests {
         #expect(c.sent.withLock { $0.last?.type } == "refused", "the node hears its session is gone and logs in again")
     }
 
+    /// A node may send `messagesPerSecond` messages a second, in bursts of twice that; a
+    /// connection that floods past the burst is refused and closed.
+    @Test func aConnectionSendingPastItsRateIsClosed() async throws {
+        let tracker = SwarmTracker(appID: "app", secret: Self.secret, messagesPerSecond: 20, logger: Logger(label: "test"))
+        let (c, run) = try await open(tracker, peer: "busy")
+        // Within the burst of 40 (the login took none): every ping is answered.
+        for _ in 0..<30 { c.feed.yield(SwarmMessage(type: "ping").json) }
+        try await c.waitFor(31)
+        #expect(c.sent.withLock { $0.dropFirst().allSatisfy { $0.type == "pong" } })
+        #expect(tracker.peerIDs == ["busy"])
+        // Past it: the connection is refused and ends.
+        for _ in 0..<100 { c.feed.yield(SwarmMessage(type: "ping").json) }
+        #expect(await run.value == "rate limit")
+        #expect(c.sent.withLock { $0.last?.type } == "refused")
+        #expect(c.sent.withLock { $0.last?.reason } == "too many messages")
+        #expect(tracker.peerIDs.isEmpty)
+    }
+
     @Test func aNewerLoginReplacesTheOlderConnection() async throws {
         let tracker = SwarmTracker(appID: "app", secret: Self.secret, logger: Logger(label: "test"))
         let (old, oldRun) = try await open(tracker, peer: "twice")

@@ -115,12 +115,11 @@ public final class SwarmNode: Sendable {
             s.peerID = link.configuration.peerID
         }
         link.onReady { [weak self] ref, answer, peers in self?.told(ref, answer, peers) }
+        let announcements = Announcements(link: link)
         store.observe { change in
-            Task {
-                switch change {
-                case .held(let id): await link.announce([id])
-                case .gone(let ids): await link.withdraw(ids)
-                }
+            switch change {
+            case .held(let id): announcements.add(held: true, [id])
+            case .gone(let ids): announcements.add(held: false, ids)
             }
         }
     }
@@ -409,6 +408,47 @@ public final class SwarmNode: Sendable {
         }
         keep(key, layout, index, bytes)
         return bytes
+    }
+}
+
+/// What the store comes to hold or lose, told to the tracker in batches: the changes of a few
+/// milliseconds go in one `have` or `lost` message each, in the order they happened, so that a
+/// node whose players fetch many segments stays far below the tracker's message rate.
+final class Announcements: Sendable {
+    struct State {
+        /// Runs of changes of one kind, oldest first.
+        var pending: [(held: Bool, ids: [String])] = []
+        var scheduled = false
+    }
+
+    static let window: Duration = .milliseconds(20)
+    let link: TrackerLink
+    private let state = Mutex(State())
+
+    init(link: TrackerLink) { self.link = link }
+
+    func add(held: Bool, _ ids: [String]) {
+        let schedule = state.withLock { s -> Bool in
+            if let last = s.pending.last, last.held == held {
+                s.pending[s.pending.count - 1].ids += ids
+            } else {
+                s.pending.append((held, ids))
+            }
+            defer { s.scheduled = true }
+            return !s.scheduled
+        }
+        guard schedule else { return }
+        Task {
+            try? await Task.sleep(for: Self.window)
+            let runs = self.state.withLock { s in
+                s.scheduled = false
+                defer { s.pending = [] }
+                return s.pending
+            }
+            for run in runs {
+                if run.held { await self.link.announce(run.ids) } else { await self.link.withdraw(run.ids) }
+            }
+        }
     }
 }
 

@@ -42,7 +42,7 @@ public final class SwarmTracker: Sendable {
 
     public init(
         appID: String, secret: String, heartbeat: Duration = .seconds(10), peersPerWant: Int = 5, banAfter: Int = 3,
-        messagesPerSecond: Double = 50, host: (any TrackerHost)? = nil, logger: Logger
+        messagesPerSecond: Double = 500, host: (any TrackerHost)? = nil, logger: Logger
     ) {
         self.host = host
         self.verifier = LoginVerifier(appID: appID, secret: secret)
