@@ -68,7 +68,7 @@ public struct GatewayServer: Sendable {
             let host = LocalRegistryHost(node: node, seedPeerID: peerID, wait: c.originIdleTimeout, publicURL: { responder.currentPublicURL })
             let tracker = SwarmTracker(
                 appID: credentials.appID, secret: credentials.secret, messagesPerSecond: c.nodeMessageRate, host: host, logger: logger)
-            node.prepareQueue.onPrepared { ref in tracker.objectReady(ref) }
+            node.prepareQueue.onFinished { ref in tracker.preparationEnded(ref) }
             responder.attach(tracker)
             services.append(SilentSessionSweeper(tracker: tracker))
             embedded = tracker

@@ -32,8 +32,9 @@ public final class PrepareQueue: Service, Sendable {
     private let state: Mutex<State>
     private let wake: AsyncStream<Void>.Continuation
     private let wakes: AsyncStream<Void>
-    /// Told of each object prepared (the tracker tells the nodes waiting for it).
-    private let preparedObserver = Mutex<(@Sendable (ObjectRef) -> Void)?>(nil)
+    /// Told of each object whose preparation ended, done or failed (the tracker tells the
+    /// nodes waiting for it).
+    private let finishedObserver = Mutex<(@Sendable (ObjectRef) -> Void)?>(nil)
     private let logger: Logger
 
     init(
@@ -58,9 +59,10 @@ public final class PrepareQueue: Service, Sendable {
         pruneDone()
     }
 
-    /// Calls `observer` with each object once its preparation made it ready.
-    public func onPrepared(_ observer: @escaping @Sendable (ObjectRef) -> Void) {
-        preparedObserver.withLock { $0 = observer }
+    /// Calls `observer` with each object whose preparation ended, done (the registry has its
+    /// checksums) or failed.
+    public func onFinished(_ observer: @escaping @Sendable (ObjectRef) -> Void) {
+        finishedObserver.withLock { $0 = observer }
     }
 
     /// Drops the oldest done jobs past `keepDone`, in memory and in storage.
@@ -328,11 +330,11 @@ public final class PrepareQueue: Service, Sendable {
             case .success(let o):
                 registry.markReady(job.key, checksums: o.checksums, etag: o.etag, lastModified: o.lastModified, contentType: o.contentType)
                 logger.info("prepared", metadata: ["object": "\(job.key)", "bytes": "\(o.checksums.layout.length)"])
-                preparedObserver.withLock { $0 }?(ObjectRef(key: job.key, url: job.url))
             case .failure(let f):
                 registry.markFailed(job.key, f.description)
                 logger.warning("preparation failed", metadata: ["object": "\(job.key)", "error": "\(f)"])
             }
+            finishedObserver.withLock { $0 }?(ObjectRef(key: job.key, url: job.url))
             save(finished)
         }
         wake.yield()

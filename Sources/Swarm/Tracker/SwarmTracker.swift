@@ -179,7 +179,7 @@ public final class SwarmTracker: Sendable {
 
     /// What follows a `prepare`: the checksums (and holders) of the objects among `refs` that
     /// are ready go to `peer` now, unasked; the others are watched and go to it when they are
-    /// ready (`objectReady`). Its players' first requests then need no round trip here.
+    /// ready (`preparationEnded`). Its players' first requests then need no round trip here.
     private func watch(_ refs: [ObjectRef], for peer: String, host: any TrackerHost) {
         // Watched first, then looked up: an object that becomes ready in between is pushed
         // twice rather than never.
@@ -199,9 +199,9 @@ public final class SwarmTracker: Sendable {
         state.withLock { s in s.sessions[peer]?.watched.subtract(ready) }
     }
 
-    /// `ref` is ready in the registry: its checksums and holders go to every node watching it.
-    public func objectReady(_ ref: ObjectRef) {
-        guard let host, let answer = host.readyAnswer(ref) else { return }
+    /// The preparation of `ref` ended: no node watches it any longer, and if it made the object
+    /// ready, its checksums and holders go to every node that did.
+    public func preparationEnded(_ ref: ObjectRef) {
         let id = ref.key.id
         let watchers = state.withLock { s -> [(String, @Sendable (String) async throws -> Void)] in
             var found: [(String, @Sendable (String) async throws -> Void)] = []
@@ -211,6 +211,7 @@ public final class SwarmTracker: Sendable {
             }
             return found
         }
+        guard !watchers.isEmpty, let answer = host?.readyAnswer(ref) else { return }
         for (peer, send) in watchers { push(ref, answer, to: peer, send: send) }
     }
 
