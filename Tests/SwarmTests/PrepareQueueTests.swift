@@ -42,4 +42,23 @@ struct PrepareQueueTests {
         #expect(q.jobs().count == 10)
         #expect(registry.checksums(key(0)) == checksums)
     }
+
+    /// Checksums the tracker sends together are kept together: each one ready at once, and
+    /// all of them on disk for the next start.
+    @Test func objectsMadeReadyTogetherAreAllKept() throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let path = folder + "/registry.sqlite"
+        let registry = try ChecksumRegistry(storage: try SQLiteRegistryStorage(path: path), logger: logger)
+        let sums = (0..<5).map { i in
+            PieceChecksums(layout: PieceLayout(length: 10, pieceSize: 1024), digests: [SHA256.hash(Array(repeating: UInt8(i), count: 10))])!
+        }
+        registry.markReady(sums.indices.map { ChecksumRegistry.Ready(key: key($0), checksums: sums[$0], etag: "\"v\($0)\"") })
+        for i in sums.indices { #expect(registry.checksums(key(i)) == sums[i]) }
+        let reopened = try ChecksumRegistry(storage: try SQLiteRegistryStorage(path: path), logger: logger)
+        for i in sums.indices {
+            #expect(reopened.checksums(key(i)) == sums[i])
+            #expect(reopened.entry(key(i))?.etag == "\"v\(i)\"")
+        }
+        #expect(reopened.checksums(key(5)) == nil)
+    }
 }

@@ -114,7 +114,7 @@ public final class SwarmNode: Sendable {
             s.link = link
             s.peerID = link.configuration.peerID
         }
-        link.onReady { [weak self] ref, answer, peers in self?.told(ref, answer, peers) }
+        link.onReady { [weak self] ready in self?.told(ready) }
         let announcements = Announcements(link: link)
         store.observe { change in
             switch change {
@@ -153,10 +153,10 @@ public final class SwarmNode: Sendable {
 
     /// The tracker's registry's answer for `ref`, kept in this node's registry when ready, with
     /// the holders it names kept for fetching the pieces. Concurrent requests for one object
-    /// (alike in urgency and wait) share one round trip.
+    /// (alike in wait) share one round trip, a player's joining a prefetch's.
     private func trackerChecksums(_ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool, link: TrackerLink) async -> ChecksumAnswer {
         let key = ref.key
-        return await checksumFlights.run(key.id + (urgent ? "!" : "") + (waitForOrigin ? "w" : "")) {
+        return await checksumFlights.run(key.id + (waitForOrigin ? "w" : "")) {
             let (answer, peers) = await link.checksums(ref, urgent: urgent, waitForOrigin: waitForOrigin)
             if let checksums = answer.checksums {
                 self.registry.markReady(key, checksums: checksums, etag: answer.etag, lastModified: answer.lastModified, contentType: answer.contentType)
@@ -188,12 +188,15 @@ public final class SwarmNode: Sendable {
         }
     }
 
-    /// The tracker's registry made ready an object this node asked it to prepare: its
-    /// checksums and holders are kept, so that its first request needs no round trip.
-    private func told(_ ref: ObjectRef, _ answer: ChecksumAnswer, _ peers: [SwarmPeer]) {
-        guard let checksums = answer.checksums else { return }
-        registry.markReady(ref.key, checksums: checksums, etag: answer.etag, lastModified: answer.lastModified, contentType: answer.contentType)
-        keepPeerList(ref.key, peers)
+    /// The tracker's registry made ready objects this node asked it to prepare: their
+    /// checksums (written in one transaction) and holders are kept, so that the first request
+    /// of each needs no round trip.
+    private func told(_ ready: [(ref: ObjectRef, answer: ChecksumAnswer, peers: [SwarmPeer])]) {
+        let entries = ready.compactMap { r in
+            r.answer.checksums.map { ChecksumRegistry.Ready(key: r.ref.key, checksums: $0, etag: r.answer.etag, lastModified: r.answer.lastModified, contentType: r.answer.contentType) }
+        }
+        registry.markReady(entries)
+        for r in ready where r.answer.checksums != nil { keepPeerList(r.ref.key, r.peers) }
     }
 
     // MARK: missing pieces

@@ -43,7 +43,7 @@ public final class TrackerLink: Service, Sendable {
         var waiting: [Int: CheckedContinuation<SwarmMessage?, Never>] = [:]
         var logins = 0
         /// Where checksums the tracker sends unasked go.
-        var ready: (@Sendable (ObjectRef, ChecksumAnswer, [SwarmPeer]) -> Void)?
+        var ready: (@Sendable ([(ref: ObjectRef, answer: ChecksumAnswer, peers: [SwarmPeer])]) -> Void)?
     }
 
     public let configuration: Configuration
@@ -60,7 +60,7 @@ public final class TrackerLink: Service, Sendable {
 
     /// Hands `handler` the checksums (and holders) the tracker sends unasked: those of objects
     /// the node asked it to prepare, once ready.
-    public func onReady(_ handler: @escaping @Sendable (ObjectRef, ChecksumAnswer, [SwarmPeer]) -> Void) {
+    public func onReady(_ handler: @escaping @Sendable ([(ref: ObjectRef, answer: ChecksumAnswer, peers: [SwarmPeer])]) -> Void) {
         state.withLock { $0.ready = handler }
     }
 
@@ -143,10 +143,10 @@ public final class TrackerLink: Service, Sendable {
         if m.type == "sums" && m.rid == nil {
             // Kept off this loop (the registry writes them through to its storage), so that
             // the answers players wait for are not queued behind them.
-            if let ref = m.ref, let answer = m.answer, answer.state == .ready, let handler = state.withLock({ $0.ready }) {
-                let peers = m.peers ?? []
-                Task { handler(ref, answer, peers) }
+            let ready = (m.items ?? []).compactMap { item in
+                item.ref.flatMap { ref in item.answer.flatMap { $0.state == .ready ? (ref: ref, answer: $0, peers: item.peers ?? []) : nil } }
             }
+            if !ready.isEmpty, let handler = state.withLock({ $0.ready }) { Task { handler(ready) } }
             return
         }
         guard m.type == "peers" || m.type == "sums", let rid = m.rid else { return }

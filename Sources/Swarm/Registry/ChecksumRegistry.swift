@@ -30,15 +30,24 @@ public final class ChecksumRegistry: Sendable {
 
     /// Records a change to `key`'s entry and writes it through.
     func update(_ key: ObjectKey, _ change: (inout RegistryEntry) -> Void) {
-        let updated = entries.withLock { all -> RegistryEntry in
-            var e = all[key.id] ?? RegistryEntry(key: key)
-            change(&e)
-            e.updated = Date()
-            all[key.id] = e
-            return e
+        update([key]) { _, e in change(&e) }
+    }
+
+    /// Records a change to each of `keys`' entries and writes them through in one go.
+    private func update(_ keys: [ObjectKey], _ change: (Int, inout RegistryEntry) -> Void) {
+        guard !keys.isEmpty else { return }
+        let now = Date()
+        let updated = entries.withLock { all -> [RegistryEntry] in
+            keys.enumerated().map { i, key in
+                var e = all[key.id] ?? RegistryEntry(key: key)
+                change(i, &e)
+                e.updated = now
+                all[key.id] = e
+                return e
+            }
         }
         do { try storage.save(updated) } catch {
-            logger.error("registry write failed", metadata: ["object": "\(key)", "error": "\(error)"])
+            logger.error("registry write failed", metadata: ["objects": "\(keys.count)", "first": "\(keys[0])", "error": "\(error)"])
         }
     }
 
@@ -48,13 +57,27 @@ public final class ChecksumRegistry: Sendable {
         }
     }
 
+    /// An object's checksums and validators, as a ready entry holds them.
+    struct Ready {
+        var key: ObjectKey
+        var checksums: PieceChecksums
+        var etag: String? = nil
+        var lastModified: String? = nil
+        var contentType: String? = nil
+    }
+
     func markReady(_ key: ObjectKey, checksums: PieceChecksums, etag: String?, lastModified: String?, contentType: String?) {
-        update(key) { e in
+        markReady([Ready(key: key, checksums: checksums, etag: etag, lastModified: lastModified, contentType: contentType)])
+    }
+
+    /// Several objects ready at once: one write.
+    func markReady(_ ready: [Ready]) {
+        update(ready.map(\.key)) { i, e in
             e.state = .ready
-            e.checksums = checksums
-            e.etag = etag
-            e.lastModified = lastModified
-            e.contentType = contentType
+            e.checksums = ready[i].checksums
+            e.etag = ready[i].etag
+            e.lastModified = ready[i].lastModified
+            e.contentType = ready[i].contentType
             e.error = nil
         }
     }

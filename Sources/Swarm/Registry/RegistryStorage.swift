@@ -3,7 +3,8 @@
 /// one registry. Calls are synchronous and short; callers keep their own in-memory view.
 public protocol RegistryStorage: Sendable {
     func loadEntries() throws(RegistryError) -> [RegistryEntry]
-    func save(_ entry: RegistryEntry) throws(RegistryError)
+    /// Writes `entries` together (one transaction where the storage has them).
+    func save(_ entries: [RegistryEntry]) throws(RegistryError)
     func loadJobs() throws(RegistryError) -> [PrepareJob]
     func save(_ job: PrepareJob) throws(RegistryError)
     func deleteJobs(_ ids: [String]) throws(RegistryError)

@@ -55,20 +55,22 @@ public final class SQLiteRegistryStorage: RegistryStorage {
         }
     }
 
-    public func save(_ e: RegistryEntry) throws(RegistryError) {
+    public func save(_ entries: [RegistryEntry]) throws(RegistryError) {
         do {
             try database.write { db in
-                try db.execute(
-                    sql: """
-                        INSERT OR REPLACE INTO registry_objects
-                        (id, xresid, host, path, state, length, piece_size, digests, etag, last_modified, content_type, error, updated)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                        """,
-                    arguments: [
-                        e.key.id, e.key.xresid, e.key.host, e.key.path, e.state.rawValue, e.checksums?.layout.length,
-                        e.checksums?.layout.pieceSize, e.checksums.map { Data($0.packed) }, e.etag, e.lastModified,
-                        e.contentType, e.error, e.updated.timeIntervalSince1970,
-                    ])
+                for e in entries {
+                    try db.execute(
+                        sql: """
+                            INSERT OR REPLACE INTO registry_objects
+                            (id, xresid, host, path, state, length, piece_size, digests, etag, last_modified, content_type, error, updated)
+                            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            """,
+                        arguments: [
+                            e.key.id, e.key.xresid, e.key.host, e.key.path, e.state.rawValue, e.checksums?.layout.length,
+                            e.checksums?.layout.pieceSize, e.checksums.map { Data($0.packed) }, e.etag, e.lastModified,
+                            e.contentType, e.error, e.updated.timeIntervalSince1970,
+                        ])
+                }
             }
         } catch {
             throw RegistryError("cannot write the registry: \(error)")

@@ -15,7 +15,7 @@ import Foundation
 /// | `report` | node | `object`, `peerId`: that peer sent a piece that failed verification |
 /// | `sums` | node | `rid`, `ref`, `urgent`, `wait`: the checksums of an object, prepared if need be; `wait` false: a not-ready answer comes at once, without waiting for the origin's first answer |
 /// | `sums` | tracker | `rid`, `object`, `answer` (a `ChecksumAnswer`), and with a ready answer `peers` as for a want |
-/// | `sums` | tracker | unasked (no `rid`): `ref`, `object`, a ready `answer` and `peers`, for each of the first objects of a node's `prepare`, once ready |
+/// | `sums` | tracker | unasked (no `rid`): `items`, each with `ref`, `object`, a ready `answer` and `peers`, for the first objects of a node's `prepare`: those ready at once, the others as they become ready |
 /// | `prepare` | node | `refs`: objects to prepare ahead of players, in playback order |
 public struct SwarmMessage: Codable, Sendable, Equatable {
     public var type: String
@@ -36,6 +36,8 @@ public struct SwarmMessage: Codable, Sendable, Equatable {
     public var urgent: Bool?
     public var wait: Bool?
     public var answer: ChecksumAnswer?
+    /// Objects' checksums in one unasked `sums`.
+    public var items: [SwarmMessage]?
 
     public init(type: String) { self.type = type }
 

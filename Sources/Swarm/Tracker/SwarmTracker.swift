@@ -190,13 +190,10 @@ public final class SwarmTracker: Sendable {
             return session.send
         }
         guard let send else { return }
-        var ready: [String] = []
-        for ref in refs {
-            guard let answer = host.readyAnswer(ref) else { continue }
-            ready.append(ref.key.id)
-            push(ref, answer, to: peer, send: send)
-        }
-        state.withLock { s in s.sessions[peer]?.watched.subtract(ready) }
+        let ready = refs.compactMap { ref in host.readyAnswer(ref).map { (ref, $0) } }
+        guard !ready.isEmpty else { return }
+        state.withLock { s in s.sessions[peer]?.watched.subtract(ready.map(\.0.key.id)) }
+        push(ready, to: peer, send: send)
     }
 
     /// The preparation of `ref` ended: no node watches it any longer, and if it made the object
@@ -212,16 +209,21 @@ public final class SwarmTracker: Sendable {
             return found
         }
         guard !watchers.isEmpty, let answer = host?.readyAnswer(ref) else { return }
-        for (peer, send) in watchers { push(ref, answer, to: peer, send: send) }
+        for (peer, send) in watchers { push([(ref, answer)], to: peer, send: send) }
     }
 
-    /// A `sums` without a request id: unasked checksums of an object `peer` asked to prepare.
-    private func push(_ ref: ObjectRef, _ answer: ChecksumAnswer, to peer: String, send: @escaping @Sendable (String) async throws -> Void) {
+    /// A `sums` without a request id: unasked checksums of objects `peer` asked to prepare, one
+    /// message for all of them.
+    private func push(_ ready: [(ObjectRef, ChecksumAnswer)], to peer: String, send: @escaping @Sendable (String) async throws -> Void) {
         var m = SwarmMessage(type: "sums")
-        m.ref = ref
-        m.object = ref.key.id
-        m.answer = answer
-        m.peers = peers(holding: ref.key.id, for: peer)
+        m.items = ready.map { ref, answer in
+            var item = SwarmMessage(type: "sums")
+            item.ref = ref
+            item.object = ref.key.id
+            item.answer = answer
+            item.peers = peers(holding: ref.key.id, for: peer)
+            return item
+        }
         let text = m.json
         Task { try? await send(text) }
     }
