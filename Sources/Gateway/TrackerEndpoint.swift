@@ -22,8 +22,9 @@ enum TrackerEndpoint {
                 }
                 // On graceful shutdown the connection is closed ("going away"): nodes reconnect
                 // elsewhere or later, and the server does not wait on them.
+                let sender = SerialSender { text in try await outbound.writeTextMessage(text) }
                 let reason = await withGracefulShutdownHandler {
-                    await tracker.serve(texts) { text in try await outbound.write(.text(text)) }
+                    await tracker.serve(texts, send: sender.send)
                 } onGracefulShutdown: {
                     Task { try? await outbound.close(.goingAway, reason: "tracker shutting down") }
                 }

@@ -202,6 +202,19 @@ final class SwarmTransferTests {
         #expect(r.body == Self.segment("told", 4))
     }
 
+    /// Messages over a WebSocket frame (16 KiB) both ways: a 100-segment playlist's `prepare`
+    /// (about 20 KB) and the checksums that answer it (about 60 KB). Each goes out as several
+    /// frames, never cut into by another message, so the node stays logged in and plays from
+    /// peers. (Written as one frame each, they made the receiver close the connection.)
+    @Test func messagesLargerThanAFrameDoNotEndTheNodesConnection() async throws {
+        let segments = 100
+        let swarm = try await playedOnA("long", segments: segments)
+        defer { swarm.stop() }
+        expectCorrect(try await Self.play(port: swarm.portB, playlist: swarm.playlist), "long", segments: segments)
+        #expect(!swarm.b.stderr.contains("tracker connection ended"), "\(swarm.b.stderr.suffix(2000))")
+        #expect(try await Self.stat(swarm.portB)["p2pBytes"] as? Int ?? 0 > 0)
+    }
+
     /// A tracker that stops answering holds a player's request for a listed segment that is
     /// not ready for a second at most (the quick checksum timeout), then the player goes to
     /// the origin: never the 12 s a request that waits on the origin may take.

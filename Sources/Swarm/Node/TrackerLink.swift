@@ -102,7 +102,9 @@ public final class TrackerLink: Service, Sendable {
         let box = Mutex<String>("closed")
         do {
             try await WebSocketClient.connect(url: c.url, logger: logger) { inbound, outbound, _ in
-                let send: @Sendable (String) async throws -> Void = { text in try await outbound.write(.text(text)) }
+                // A message larger than a frame (16 KiB: a login's `have`, a long `prepare`)
+                // goes out as several, one message at a time so that no other comes between.
+                let send = SerialSender { text in try await outbound.writeTextMessage(text) }.send
                 try await send(SwarmMessage.login(LoginProof.sign(appID: c.appID, peerID: c.peerID, secret: c.secret), url: c.publicURL()).json)
                 // Checksums of a 4 GiB object in 256 KiB pieces are about 1.1 MB of JSON.
                 var messages = inbound.messages(maxSize: 8 << 20).makeAsyncIterator()
