@@ -422,7 +422,12 @@ final class SwarmTransferTests {
         let list = Self.playlist("quiet", originPort: originPort, segments: segments)
         let (a, aPort) = try node(trackerPort: trackerPort, originPort: originPort)
         defer { a.stop() }
-        _ = try await Self.play(port: aPort, playlist: list)
+        // A first player may be sent to the origin for every segment (none was ready yet):
+        // each is asked again until A serves it, so that A holds them all.
+        let aList = try await HTTP.get("http://127.0.0.1:\(aPort)\(list)")
+        for url in aList.text.split(separator: "\n") where !url.hasPrefix("#") && !url.isEmpty {
+            #expect(try await Live.whenReady(String(url)).status == 200)
+        }
         _ = try await HTTP.get("http://127.0.0.1:\(aPort)/xdfs.p2p.com/feature?upload=0")
         let (b, bPort) = try node(trackerPort: trackerPort, originPort: originPort)
         defer { b.stop() }
