@@ -12,8 +12,8 @@ The origin is Tests/python/object_origin.py, which counts the bytes it sends per
 run uses a fresh VOD name, so runs share no cache. A player fetches the playlist, then every
 segment in order, each on a new connection, following a 302 to the origin as a player does (a
 segment's time includes the redirect); every segment's bytes are checked. Players fetch back to
-back (each segment as soon as the last one arrived: the stress case); `play` can also pace
-them (see PACE), which moved no p95 figure when tried: the p95 falls on players' first segments.
+back (each segment as soon as the last one arrived: the stress case). Pacing them like
+playback was tried and moved no p95 figure: the p95 falls on players' first segments.
 Used by bench.py, or alone: swarm_bench.py SWARMGATE_BIN [PYTHON]. Everything binds 127.0.0.1
 only and every loop is bounded."""
 import http.client
@@ -33,8 +33,8 @@ ORIGIN = os.path.join(HERE, "..", "Tests", "python", "object_origin.py")
 NODE_COUNTS = (2, 4, 8)
 TRACKER_FLAGS = os.environ.get("SWARM_BENCH_TRACKER_FLAGS", "").split()
 SEGMENTS, SIZE = 12, 500000  # one VOD: 12 segments of 500 kB
+CDN_RTTS = (0, 20)  # ms: the CDN on loopback, and one a round trip away
 STAGGER = 1.0  # seconds between one player's start and the next one's
-BUFFER, PACE = 3, 0.2  # a paced player: segments fetched back to back first; then seconds per segment
 PLAYER_TIMEOUT = 300  # seconds a whole run of players may take
 
 
@@ -99,13 +99,10 @@ def segment_bytes(name, k, size):
     return pattern[start:start + size]
 
 
-def play(playlist, expected, pace=0.0):
+def play(playlist, expected):
     """Plays the VOD at URL `playlist`: the playlist, then each segment in order, a 302 followed
-    to its Location; with `pace`, segment k (k >= BUFFER) is not asked for before
-    (k - BUFFER + 1) * pace seconds after the playlist arrived. Returns each segment's seconds
-    and the media bytes received."""
+    to its Location. Returns each segment's seconds and the media bytes received."""
     status, _, body = get(playlist)
-    began = time.perf_counter()
     if status != 200:
         raise RuntimeError(f"{playlist}: {status} {body[:200]!r}")
     urls = [urljoin(playlist, line) for line in body.decode().splitlines() if line and not line.startswith("#")]
@@ -113,8 +110,6 @@ def play(playlist, expected, pace=0.0):
         raise RuntimeError(f"{playlist}: {len(urls)} segments, expected {len(expected)}")
     times, received = [], 0
     for k, url in enumerate(urls):
-        if pace and k >= BUFFER:
-            time.sleep(max(0.0, began + (k - BUFFER + 1) * pace - time.perf_counter()))
         start = time.perf_counter()
         status, location, data = get(url)
         if status == 302 and location:
@@ -126,16 +121,15 @@ def play(playlist, expected, pace=0.0):
     return times, received
 
 
-def players(playlists, expected, pace):
-    """One player per playlist URL, started STAGGER seconds apart, paced by `pace` (0: back to
-    back). Returns every segment's seconds over all players and the media bytes they received;
-    a failed player fails the run."""
+def players(playlists, expected):
+    """One player per playlist URL, started STAGGER seconds apart. Returns every segment's
+    seconds over all players and the media bytes they received; a failed player fails the run."""
     results = [None] * len(playlists)
 
     def one(i):
         time.sleep(i * STAGGER)
         try:
-            results[i] = play(playlists[i], expected, pace)
+            results[i] = play(playlists[i], expected)
         except Exception as e:  # reported by the caller's thread
             results[i] = e
     threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(len(playlists))]
@@ -177,15 +171,15 @@ def vod(name):
     return f"/vod/{name}.m3u8?segments={SEGMENTS}&size={SIZE}"
 
 
-def cdn_run(origin_port, n, pace):
+def cdn_run(origin_port, n):
     """n players straight from the origin: every segment's seconds."""
     name = f"cdn{n}-{secrets.token_hex(4)}"
     expected = [segment_bytes(name, k, SIZE) for k in range(SEGMENTS)]
-    times, _ = players([f"http://127.0.0.1:{origin_port}{vod(name)}"] * n, expected, pace)
+    times, _ = players([f"http://127.0.0.1:{origin_port}{vod(name)}"] * n, expected)
     return times
 
 
-def swarm_run(swarmgate, tmp, secret_file, origin_port, n, pace):
+def swarm_run(swarmgate, tmp, secret_file, origin_port, n):
     """A tracker and n nodes logged in to it, one player per node: every segment's seconds,
     the media bytes the players received and the media bytes the origin sent."""
     name = f"n{n}-{secrets.token_hex(4)}"
@@ -207,7 +201,7 @@ def swarm_run(swarmgate, tmp, secret_file, origin_port, n, pace):
             ports.append(int(node.wait_stderr(r"listening on 127\.0\.0\.1:(\d+)").group(1)))
             node.wait_stderr(r"logged in to the tracker")
         times, received = players([f"http://127.0.0.1:{p}/hls.vod.p2p.com/127.0.0.1:{origin_port}{vod(name)}"
-                                   for p in ports], expected, pace)
+                                   for p in ports], expected)
         sent = origin_bytes(origin_port, name)
         failed = False
         return times, received, sent
@@ -221,26 +215,23 @@ def run(swarmgate, python, rows, row):
         secret_file = os.path.join(tmp, "secret")
         with open(secret_file, "w") as f:
             f.write(secrets.token_hex(16) + "\n")
-        # (CDN round trip in ms, player paces): back to back against both CDNs.
-        for rtt, paces in ((0, (0.0,)), (20, (0.0,))):
+        for rtt in CDN_RTTS:
             where = f"CDN {rtt} ms away" if rtt else "CDN on loopback"
             origin = Child([python, ORIGIN], stdout=subprocess.PIPE, env=dict(os.environ, OBJECT_ORIGIN_RTT_MS=str(rtt)))
             failed = True
             try:
                 origin_port = int(origin.proc.stdout.readline())
-                for pace in paces:
-                    players_are = f"players 1 per {pace:g} s after {BUFFER} back to back" if pace else "players back to back"
-                    for n in NODE_COUNTS:
-                        cdn = p95(cdn_run(origin_port, n, pace))
-                        times, received, sent = swarm_run(swarmgate, tmp, secret_file, origin_port, n, pace)
-                        offload, ideal = 1 - sent / received, 1 - 1 / n
-                        row(f"swarm offload, {n} nodes on one VOD ({SEGMENTS} x {SIZE // 1000} kB), starts {STAGGER:g} s apart, {players_are}, {where}",
-                            f"{offload:.2f} ({sent / 1e6:.1f} of {received / 1e6:.1f} MB from the origin)",
-                            f"{ideal:.2f} ideal (1 - 1/{n})", f"{offload / ideal:.2f}x ideal",
-                            f">= 0.8x ideal ({0.8 * ideal:.2f})", offload >= 0.8 * ideal)
-                        ours = p95(times)
-                        row(f"p95 segment latency, {n} nodes ({len(times)} segments) vs the same players CDN only, {players_are}, {where}",
-                            f"{ours * 1000:.1f} ms", f"{cdn * 1000:.1f} ms", f"{ours / cdn:.2f}x CDN", "<= 1.2x", ours <= 1.2 * cdn)
+                for n in NODE_COUNTS:
+                    cdn = p95(cdn_run(origin_port, n))
+                    times, received, sent = swarm_run(swarmgate, tmp, secret_file, origin_port, n)
+                    offload, ideal = 1 - sent / received, 1 - 1 / n
+                    row(f"swarm offload, {n} nodes on one VOD ({SEGMENTS} x {SIZE // 1000} kB), players {STAGGER:g} s apart, {where}",
+                        f"{offload:.2f} ({sent / 1e6:.1f} of {received / 1e6:.1f} MB from the origin)",
+                        f"{ideal:.2f} ideal (1 - 1/{n})", f"{offload / ideal:.2f}x ideal",
+                        f">= 0.8x ideal ({0.8 * ideal:.2f})", offload >= 0.8 * ideal)
+                    ours = p95(times)
+                    row(f"p95 segment latency, {n} nodes ({len(times)} segments) vs the same players CDN only, {where}",
+                        f"{ours * 1000:.1f} ms", f"{cdn * 1000:.1f} ms", f"{ours / cdn:.2f}x CDN", "<= 1.2x", ours <= 1.2 * cdn)
                 failed = False
             finally:
                 origin.stop(kill=failed)

@@ -145,8 +145,7 @@ struct LocalRegistryHost: TrackerHost {
     func prepare(_ refs: [ObjectRef]) { node.prepareAhead(refs.filter(Self.names)) }
 
     func readyAnswer(_ ref: ObjectRef) -> ChecksumAnswer? {
-        guard let entry = node.registry.entry(ref.key), entry.state == .ready, let checksums = entry.checksums else { return nil }
-        return ChecksumAnswer(ready: entry, checksums: checksums)
+        node.registry.ready(ref.key).map { ChecksumAnswer(ready: $0.entry, checksums: $0.checksums) }
     }
 
     /// Whether `ref.url` is the origin URL of the object `ref` keys: a node cannot have the

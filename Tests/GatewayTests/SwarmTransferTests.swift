@@ -46,15 +46,20 @@ final class SwarmTransferTests {
         let list = try await HTTP.get("http://127.0.0.1:\(port)\(playlist)")
         guard list.status == 200 else { throw TestFailure("playlist: \(list.status) \(list.text)") }
         var out: [(Data, Double)] = []
-        for line in list.text.split(separator: "\n") where !line.hasPrefix("#") && !line.isEmpty {
+        for line in segmentURLs(list) {
             let start = ContinuousClock.now
-            var r = try await HTTP.get(String(line))
+            var r = try await HTTP.get(line)
             if r.status == 302, let location = r.headers.first(where: { $0.key.lowercased() == "location" })?.value { r = try await HTTP.get(location) }
             guard r.status == 200 else { throw TestFailure("\(line): \(r.status) \(r.text)") }
             let d = ContinuousClock.now - start
             out.append((r.body, Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18))
         }
         return out
+    }
+
+    /// The media URLs a playlist lists, in order.
+    static func segmentURLs(_ playlist: HTTPResult) -> [String] {
+        playlist.text.split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.isEmpty }.map(String.init)
     }
 
     /// The bytes of segment `k` of VOD `name` as the origin makes them (see object_origin.py).
@@ -106,6 +111,35 @@ final class SwarmTransferTests {
         func stop() {
             for p in [b, a, tracker, origin] { p.stop() }
         }
+    }
+
+    /// An origin a second away (each of its answers a round trip after the question), a
+    /// tracker and one node logged in to it, and VOD `name` (3 segments) fetched through the
+    /// node: its objects are queued for preparation and stay unready for seconds.
+    struct FarFromOrigin {
+        let origin: LiveProcess, originPort: Int
+        let tracker: LiveProcess
+        let node: LiveProcess, port: Int
+        let list: HTTPResult
+
+        func stop() {
+            for p in [node, tracker, origin] { p.stop() }
+        }
+    }
+
+    func farFromOrigin(_ name: String) async throws -> FarFromOrigin {
+        let (origin, originPort) = try Live.objectOrigin(rttMilliseconds: 1000)
+        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
+        let (n, port) = try node(trackerPort: trackerPort, originPort: originPort)
+        let list: HTTPResult
+        do {
+            list = try await HTTP.get("http://127.0.0.1:\(port)\(Self.playlist(name, originPort: originPort, segments: 3))")
+        } catch {
+            for p in [n, t, origin] { p.stop() }
+            throw error
+        }
+        #expect(list.status == 200)
+        return FarFromOrigin(origin: origin, originPort: originPort, tracker: t, node: n, port: port, list: list)
     }
 
     func playedOnA(_ name: String, segments: Int) async throws -> PlayedOnA {
@@ -162,18 +196,13 @@ final class SwarmTransferTests {
 
     @Test func aListedSegmentNotReadyIsRedirectedWithoutWaitingOnTheOrigin() async throws {
         // An origin a second away: every answer of its comes a round trip after the question.
-        let (origin, originPort) = try Live.objectOrigin(rttMilliseconds: 1000)
-        defer { origin.stop() }
-        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
-        defer { t.stop() }
-        let (n, port) = try node(trackerPort: trackerPort, originPort: originPort)
-        defer { n.stop() }
-        let list = try await HTTP.get("http://127.0.0.1:\(port)\(Self.playlist("far", originPort: originPort, segments: 3))")
-        #expect(list.status == 200)
-        let first = try #require(list.text.split(separator: "\n").first { !$0.hasPrefix("#") })
+        let far = try await farFromOrigin("far")
+        defer { far.stop() }
+        let (list, port, originPort) = (far.list, far.port, far.originPort)
+        let first = try #require(Self.segmentURLs(list).first)
         // The tracker's registry is preparing it (the playlist queued it); the player is sent
         // to the origin before the origin has sent the registry a single byte of it.
-        let r = try await HTTP.get(String(first))
+        let r = try await HTTP.get(first)
         #expect(r.status == 302)
         #expect(r.headers.first { $0.key.lowercased() == "location" }?.value == "http://127.0.0.1:\(originPort)/obj/far/seg0.ts?size=200000&token=abc")
         let stats = try JSONSerialization.jsonObject(with: try await HTTP.get("http://127.0.0.1:\(originPort)/__stats?name=far/seg0.ts").body) as? [String: Any]
@@ -196,8 +225,8 @@ final class SwarmTransferTests {
         try await Task.sleep(for: .seconds(1))
         swarm.tracker.stop(signal: SIGKILL)
         // Segment 4: not among the three B prefetches with the playlist, never asked about.
-        let fifth = try #require(playlist.text.split(separator: "\n").filter { !$0.hasPrefix("#") }.dropFirst(4).first)
-        let r = try await HTTP.get(String(fifth))
+        let fifth = try #require(Self.segmentURLs(playlist).dropFirst(4).first)
+        let r = try await HTTP.get(fifth)
         #expect(r.status == 200)
         #expect(r.body == Self.segment("told", 4))
     }
@@ -220,19 +249,14 @@ final class SwarmTransferTests {
     /// the origin: never the 12 s a request that waits on the origin may take.
     @Test func aFrozenTrackerHoldsAPlayerUpForASecondAtMost() async throws {
         // An origin a second away keeps the objects preparing for seconds.
-        let (origin, originPort) = try Live.objectOrigin(rttMilliseconds: 1000)
-        defer { origin.stop() }
-        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
-        defer { t.stop() }
-        let (n, port) = try node(trackerPort: trackerPort, originPort: originPort)
-        defer { n.stop() }
-        let list = try await HTTP.get("http://127.0.0.1:\(port)\(Self.playlist("frozen", originPort: originPort, segments: 3))")
-        #expect(list.status == 200)
+        let far = try await farFromOrigin("frozen")
+        defer { far.stop() }
+        let (list, originPort, t) = (far.list, far.originPort, far.tracker)
         kill(t.process.processIdentifier, SIGSTOP)
         defer { kill(t.process.processIdentifier, SIGCONT) }
-        let second = try #require(list.text.split(separator: "\n").filter { !$0.hasPrefix("#") }.dropFirst().first)
+        let second = try #require(Self.segmentURLs(list).dropFirst().first)
         let start = ContinuousClock.now
-        let r = try await HTTP.get(String(second))
+        let r = try await HTTP.get(second)
         let waited = ContinuousClock.now - start
         #expect(r.status == 302)
         #expect(r.headers.first { $0.key.lowercased() == "location" }?.value == "http://127.0.0.1:\(originPort)/obj/frozen/seg1.ts?size=200000&token=abc")
@@ -272,7 +296,7 @@ final class SwarmTransferTests {
         defer { b.stop() }
         let before = try await Self.originBytes(originPort, "ahead")
         let playlist = try await HTTP.get("http://127.0.0.1:\(bPort)\(list)")
-        let urls = playlist.text.split(separator: "\n").filter { !$0.hasPrefix("#") }.map(String.init)
+        let urls = Self.segmentURLs(playlist)
         #expect(try await HTTP.get(urls[0]).body == Self.segment("ahead", 0))
         // Segment 0 and the three after it are held; nothing further.
         let deadline = ContinuousClock.now + .seconds(10)
@@ -425,8 +449,8 @@ final class SwarmTransferTests {
         // A first player may be sent to the origin for every segment (none was ready yet):
         // each is asked again until A serves it, so that A holds them all.
         let aList = try await HTTP.get("http://127.0.0.1:\(aPort)\(list)")
-        for url in aList.text.split(separator: "\n") where !url.hasPrefix("#") && !url.isEmpty {
-            #expect(try await Live.whenReady(String(url)).status == 200)
+        for url in Self.segmentURLs(aList) {
+            #expect(try await Live.whenReady(url).status == 200)
         }
         _ = try await HTTP.get("http://127.0.0.1:\(aPort)/xdfs.p2p.com/feature?upload=0")
         let (b, bPort) = try node(trackerPort: trackerPort, originPort: originPort)

@@ -140,11 +140,11 @@ public final class SwarmNode: Sendable {
     /// ready, the answer waits up to `wait` for the origin's first answer to the preparation
     /// (`.zero`: it comes at once, and the player goes to the origin).
     public func resolve(_ key: ObjectKey, url: String, wait: Duration) async -> Resolution {
-        if let entry = registry.entry(key), entry.state == .ready, let checksums = entry.checksums { return .ready(entry, checksums) }
+        if let ready = registry.ready(key) { return .ready(ready.entry, ready.checksums) }
         let answer: ChecksumAnswer
         if let link {
             answer = await trackerChecksums(ObjectRef(key: key, url: url), urgent: true, waitForOrigin: wait > .zero, link: link)
-            if let entry = registry.entry(key), entry.state == .ready, let checksums = entry.checksums { return .ready(entry, checksums) }
+            if let ready = registry.ready(key) { return .ready(ready.entry, ready.checksums) }
         } else {
             answer = await checksums(ObjectRef(key: key, url: url), urgent: true, wait: wait)
         }
@@ -171,7 +171,7 @@ public final class SwarmNode: Sendable {
     /// there meanwhile.
     public func checksums(_ ref: ObjectRef, urgent: Bool, wait: Duration) async -> ChecksumAnswer {
         let key = ref.key
-        if let entry = registry.entry(key), entry.state == .ready, let c = entry.checksums { return ChecksumAnswer(ready: entry, checksums: c) }
+        if let ready = registry.ready(key) { return ChecksumAnswer(ready: ready.entry, checksums: ready.checksums) }
         prepareQueue.enqueue(key, url: ref.url, urgent: urgent)
         // Not ready when asked: the answer is the origin's head even if the preparation has
         // finished meanwhile (the player goes to the origin once; the next request is served).
@@ -192,11 +192,12 @@ public final class SwarmNode: Sendable {
     /// checksums (written in one transaction) and holders are kept, so that the first request
     /// of each needs no round trip.
     private func told(_ ready: [(ref: ObjectRef, answer: ChecksumAnswer, peers: [SwarmPeer])]) {
-        let entries = ready.compactMap { r in
-            r.answer.checksums.map { ChecksumRegistry.Ready(key: r.ref.key, checksums: $0, etag: r.answer.etag, lastModified: r.answer.lastModified, contentType: r.answer.contentType) }
+        // Each answer's digests are parsed once.
+        let usable = ready.compactMap { r in
+            r.answer.checksums.map { (entry: ChecksumRegistry.Ready(key: r.ref.key, checksums: $0, etag: r.answer.etag, lastModified: r.answer.lastModified, contentType: r.answer.contentType), peers: r.peers) }
         }
-        registry.markReady(entries)
-        for r in ready where r.answer.checksums != nil { keepPeerList(r.ref.key, r.peers) }
+        registry.markReady(usable.map(\.entry))
+        for u in usable { keepPeerList(u.entry.key, u.peers) }
     }
 
     // MARK: missing pieces
@@ -246,7 +247,9 @@ public final class SwarmNode: Sendable {
         let key = ref.key
         var checksums = registry.checksums(key)
         if checksums == nil {
-            checksums = await trackerChecksums(ref, urgent: false, waitForOrigin: false, link: link).checksums
+            // A ready answer lands in the registry (its digests parsed once, there).
+            _ = await trackerChecksums(ref, urgent: false, waitForOrigin: false, link: link)
+            checksums = registry.checksums(key)
         }
         guard let checksums else { return }
         // Every missing piece at once, as a player's response asks for them.

@@ -23,6 +23,11 @@ public final class ChecksumRegistry: Sendable {
         entries.withLock { $0[key.id] }
     }
 
+    /// The entry of `key` and its checksums, when it is ready.
+    public func ready(_ key: ObjectKey) -> (entry: RegistryEntry, checksums: PieceChecksums)? {
+        entries.withLock { e in e[key.id].flatMap { entry in entry.state == .ready ? entry.checksums.map { (entry, $0) } : nil } }
+    }
+
     /// The checksums of `key`, when it is ready.
     public func checksums(_ key: ObjectKey) -> PieceChecksums? {
         entries.withLock { e in e[key.id].flatMap { $0.state == .ready ? $0.checksums : nil } }
