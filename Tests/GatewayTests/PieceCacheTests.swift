@@ -153,6 +153,9 @@ final class PieceCacheTests {
             if let done = try await jobs(port).first?["bytesDone"] as? Int, done >= 131072 { break }
             try await Task.sleep(for: .milliseconds(50))
         }
+        // Progress is written at most once a second (PrepareQueue.progressInterval).
+        try await Task.sleep(for: .milliseconds(1300))
+        #expect(try await jobs(port).first?["state"] as? String == "running")
         g.stop(signal: SIGKILL)
         (g, port) = try gateway(cache: cache)
         defer { g.stop() }
@@ -162,6 +165,34 @@ final class PieceCacheTests {
         let ranges = stats["ranges"] as? [String] ?? []
         #expect(ranges.count >= 2 && ranges[0] == "" && ranges[1].hasPrefix("bytes=") && ranges[1] != "bytes=0-", "resumed by range: \(ranges)")
         #expect((stats["if_range"] as? [String])?.first == "\"slowprep.ts-v1\"")
+    }
+
+    @Test func stoppedDuringPreparationTheJobResumesOnItsOwnAfterRestart() async throws {
+        let cache = Live.cacheFolder()
+        var (g, port) = try gateway(cache: cache)
+        let path = "/obj/stopprep.ts?size=1000000&throttle=300000"
+        #expect(try await HTTP.get(proxied(port, path)).status == 302)
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline {
+            if let done = try await jobs(port).first?["bytesDone"] as? Int, done >= 131072 { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        g.stop(signal: SIGTERM)
+        (g, port) = try gateway(cache: cache)
+        defer { g.stop() }
+        // No request asks for it again: the job was queued, not failed, by the shutdown.
+        var state: String?
+        while ContinuousClock.now < deadline + .seconds(10) {
+            state = try await jobs(port).first?["state"] as? String
+            if state == "done" || state == "failed" { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(state == "done")
+        let served = try await HTTP.get(proxied(port, path))
+        let ranges = try await originStats("stopprep.ts")["ranges"] as? [String] ?? []
+        #expect(ranges.count == 2 && ranges[0] == "" && ranges[1].hasPrefix("bytes=") && ranges[1] != "bytes=0-", "resumed by range: \(ranges)")
+        let want = try await direct(path)
+        #expect(served.status == 200 && served.body == want)
     }
 
     @Test func killedWhileServingNothingCorruptIsServedAfterRestart() async throws {

@@ -28,7 +28,7 @@ struct PrepareQueueTests {
         for i in 0..<30 {
             var job = PrepareJob(key: key(i), url: "http://cdn.example.com/seg-\(i).ts", pieceSize: 1024, sequence: Int64(i + 1))
             job.state = .done
-            try storage.save(job)
+            try storage.save(jobs: [job])
             registry.markReady(key(i), checksums: checksums, etag: nil, lastModified: nil, contentType: nil)
         }
         let q = try queue(storage, registry: registry, keepDone: 10)
@@ -60,5 +60,26 @@ struct PrepareQueueTests {
             #expect(reopened.entry(key(i))?.etag == "\"v\(i)\"")
         }
         #expect(reopened.checksums(key(5)) == nil)
+    }
+
+    /// A long playlist's read-ahead is queued in one call: every object in playback order, on
+    /// disk for the next start, each marked preparing; queuing it again changes nothing.
+    @Test func aPlaylistsObjectsAreQueuedTogetherInOrder() throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let path = folder + "/registry.sqlite"
+        let storage = try SQLiteRegistryStorage(path: path)
+        let registry = try ChecksumRegistry(storage: storage, logger: logger)
+        let q = try queue(storage, registry: registry, keepDone: 10)
+        let objects = (0..<2000).map { (key: key($0), url: "http://cdn.example.com/seg-\($0).ts") }
+        let jobs = q.enqueue(objects, urgent: false)
+        #expect(jobs.map(\.key) == objects.map(\.key))
+        #expect(jobs.map(\.sequence) == Array(1...2000))
+        #expect(objects.allSatisfy { registry.entry($0.key)?.state == .preparing })
+        let again = q.enqueue(Array(objects.prefix(10)) + [(key: key(2000), url: "http://cdn.example.com/seg-2000.ts")], urgent: false)
+        #expect(again.map(\.sequence) == Array(1...10) + [2001], "queued ones keep their place; a new one goes last")
+        let stored = try SQLiteRegistryStorage(path: path).loadJobs()
+        #expect(stored.count == 2001)
+        #expect(stored.map(\.key) == objects.map(\.key) + [key(2000)])
+        #expect(stored.allSatisfy { $0.state == .queued && !$0.urgent })
     }
 }

@@ -184,7 +184,7 @@ public final class SwarmNode: Sendable {
         if let link {
             Task { await link.prepare(refs) }
         } else {
-            for ref in refs { prepareQueue.enqueue(ref.key, url: ref.url, urgent: false) }
+            prepareQueue.enqueue(refs.map { ($0.key, $0.url) }, urgent: false)
         }
     }
 

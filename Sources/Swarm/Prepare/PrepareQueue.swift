@@ -20,7 +20,13 @@ public final class PrepareQueue: Service, Sendable {
         var headWaiters: [String: [Int: CheckedContinuation<OriginHead?, Never>]] = [:]
         var nextWaiter = 0
         var sequence: Int64 = 0
+        /// When each running job's progress was last written (or the job started).
+        var progressSaved: [String: ContinuousClock.Instant] = [:]
     }
+
+    /// How often a running job's progress is written: a crash costs at most this much of the
+    /// preparation, and a small object is written only when it is queued and when it ends.
+    static let progressInterval: Duration = .seconds(1)
 
     public let maxRunning: Int
     public let pieceSize: Int
@@ -85,51 +91,72 @@ public final class PrepareQueue: Service, Sendable {
     /// `urgent` moves it before read-ahead jobs. Returns the job.
     @discardableResult
     public func enqueue(_ key: ObjectKey, url: String, urgent: Bool) -> PrepareJob {
-        let (job, changed) = state.withLock { s -> (PrepareJob, Bool) in
-            if var job = s.jobs[key.id.prefixID] {
-                switch job.state {
-                case .queued, .running, .paused:
-                    if urgent && !job.urgent && job.state == .queued {
-                        job.urgent = true
-                        s.jobs[job.id] = job
-                        return (job, true)
-                    }
-                    return (job, false)
-                case .done where registry.checksums(key) != nil:
-                    return (job, false)
-                case .failed where !urgent, .cancelled where !urgent:
-                    // Read-ahead does not retry what failed or was cancelled; a player's request does.
-                    return (job, false)
-                case .done, .failed, .cancelled:
-                    job.state = .queued
-                    job.urgent = urgent
-                    job.url = url
-                    job.error = nil
+        enqueue([(key, url)], urgent: urgent)[0]
+    }
+
+    /// Queues each of `objects` in order, as `enqueue(_:url:urgent:)` does one, with one write
+    /// to the storage for them all (a playlist's read-ahead is thousands of objects at times).
+    @discardableResult
+    public func enqueue(_ objects: [(key: ObjectKey, url: String)], urgent: Bool) -> [PrepareJob] {
+        let (jobs, changed) = state.withLock { s -> ([PrepareJob], [PrepareJob]) in
+            var jobs: [PrepareJob] = []
+            var changed: [PrepareJob] = []
+            for (key, url) in objects {
+                let (job, didChange) = Self.enqueue(key, url: url, urgent: urgent, &s, registry: registry, pieceSize: pieceSize)
+                jobs.append(job)
+                if didChange {
+                    if s.running[job.id] == nil { s.heads[job.id] = nil }
+                    changed.append(job)
+                }
+            }
+            return (jobs, changed)
+        }
+        if !changed.isEmpty {
+            registry.markPreparing(changed.map(\.key))
+            save(changed)
+            wake.yield()
+        }
+        return jobs
+    }
+
+    /// One object's part of `enqueue`: its job, and whether it changed.
+    private static func enqueue(
+        _ key: ObjectKey, url: String, urgent: Bool, _ s: inout State, registry: ChecksumRegistry, pieceSize: Int
+    ) -> (PrepareJob, Bool) {
+        if var job = s.jobs[key.id.prefixID] {
+            switch job.state {
+            case .queued, .running, .paused:
+                if urgent && !job.urgent && job.state == .queued {
+                    job.urgent = true
                     s.jobs[job.id] = job
                     return (job, true)
                 }
+                return (job, false)
+            case .done where registry.checksums(key) != nil:
+                return (job, false)
+            case .failed where !urgent, .cancelled where !urgent:
+                // Read-ahead does not retry what failed or was cancelled; a player's request does.
+                return (job, false)
+            case .done, .failed, .cancelled:
+                job.state = .queued
+                job.urgent = urgent
+                job.url = url
+                job.error = nil
+                s.jobs[job.id] = job
+                return (job, true)
             }
-            if registry.checksums(key) != nil {
-                // Ready, and its job already dropped from the list: nothing to do.
-                var done = PrepareJob(key: key, url: url, pieceSize: pieceSize, sequence: 0)
-                done.state = .done
-                return (done, false)
-            }
-            s.sequence += 1
-            var job = PrepareJob(key: key, url: url, pieceSize: pieceSize, sequence: s.sequence)
-            job.urgent = urgent
-            s.jobs[job.id] = job
-            return (job, true)
         }
-        if changed {
-            state.withLock { s in
-                if s.jobs[job.id]?.state == .queued && s.running[job.id] == nil { s.heads[job.id] = nil }
-            }
-            registry.markPreparing(key)
-            save(job)
-            wake.yield()
+        if registry.checksums(key) != nil {
+            // Ready, and its job already dropped from the list: nothing to do.
+            var done = PrepareJob(key: key, url: url, pieceSize: pieceSize, sequence: 0)
+            done.state = .done
+            return (done, false)
         }
-        return job
+        s.sequence += 1
+        var job = PrepareJob(key: key, url: url, pieceSize: pieceSize, sequence: s.sequence)
+        job.urgent = urgent
+        s.jobs[job.id] = job
+        return (job, true)
     }
 
     /// Waits until the origin has answered `key`'s job (or `timeout` passed: nil). Woken by
@@ -196,7 +223,7 @@ public final class PrepareQueue: Service, Sendable {
             return (job, Self.stop(id, &s))
         }
         task?.cancel()
-        if let job { save(job) }
+        if let job { save([job]) }
         wake.yield()
         return job
     }
@@ -208,7 +235,7 @@ public final class PrepareQueue: Service, Sendable {
             s.jobs[id] = job
             return job
         }
-        if let job { save(job) }
+        if let job { save([job]) }
         wake.yield()
         return job
     }
@@ -224,7 +251,7 @@ public final class PrepareQueue: Service, Sendable {
         }
         task?.cancel()
         if let job, job.state == .cancelled {
-            save(job)
+            save([job])
             registry.markUnknown(job.key)
         }
         wake.yield()
@@ -242,10 +269,15 @@ public final class PrepareQueue: Service, Sendable {
         } onGracefulShutdown: {
             self.wake.finish()
         }
-        // Stop what runs; each keeps the progress it saved after its last piece.
-        let tasks = state.withLock { s in Array(s.running.values) }
+        // Stop what runs (taken out of `running` first, so that a stopped job is not taken
+        // for a failed one), then write how far each got: it is queued again at the next start.
+        let (ids, tasks) = state.withLock { s in
+            let ids = Array(s.running.keys)
+            return (ids, ids.compactMap { Self.stop($0, &s) })
+        }
         for t in tasks { t.cancel() }
         for t in tasks { await t.value }
+        save(state.withLock { s in ids.compactMap { s.jobs[$0] } })
     }
 
     /// Takes a running job's task out of `running` and marks it stopping.
@@ -259,9 +291,10 @@ public final class PrepareQueue: Service, Sendable {
     /// finds no room sends a running read-ahead job back to the queue; that one keeps its
     /// progress and resumes later by range.
     private func startJobs() {
-        var preempted: [Task<Void, Never>] = []
-        let started = state.withLock { s -> [PrepareJob] in
-            var out: [PrepareJob] = []
+        // Jobs are not written as they start or go back to the queue: a job found running when
+        // the storage is read again is queued anyway.
+        let preempted = state.withLock { s -> [Task<Void, Never>] in
+            var preempted: [Task<Void, Never>] = []
             while true {
                 guard var next = s.jobs.values.filter({ $0.state == .queued && !s.stopping.contains($0.id) })
                     .min(by: { ($0.urgent ? 0 : 1, $0.sequence) < ($1.urgent ? 0 : 1, $1.sequence) })
@@ -274,19 +307,17 @@ public final class PrepareQueue: Service, Sendable {
                     v.state = .queued
                     s.jobs[v.id] = v
                     if let t = Self.stop(v.id, &s) { preempted.append(t) }
-                    out.append(v)
                     continue
                 }
                 next.state = .running
                 s.jobs[next.id] = next
                 let job = next
                 s.running[job.id] = Task { await self.execute(job) }
-                out.append(job)
+                s.progressSaved[job.id] = .now
             }
-            return out
+            return preempted
         }
         for t in preempted { t.cancel() }
-        for job in started { save(job) }
     }
 
     private func execute(_ job: PrepareJob) async {
@@ -306,6 +337,7 @@ public final class PrepareQueue: Service, Sendable {
         defer { for c in woken { c.resume(returning: failedHead) } }
         let finished = state.withLock { s -> PrepareJob? in
             s.stopping.remove(id)
+            s.progressSaved[id] = nil
             if s.heads[id] == nil, case .failure(let f) = outcome {
                 failedHead = f.head
                 woken = Self.setHead(id, f.head, &s)
@@ -335,7 +367,7 @@ public final class PrepareQueue: Service, Sendable {
                 logger.warning("preparation failed", metadata: ["object": "\(job.key)", "error": "\(f)"])
             }
             finishedObserver.withLock { $0 }?(ObjectRef(key: job.key, url: job.url))
-            save(finished)
+            save([finished])
         }
         wake.yield()
     }
@@ -347,7 +379,8 @@ public final class PrepareQueue: Service, Sendable {
         for c in woken { c.resume(returning: head) }
     }
 
-    /// Keeps a running job's progress (in memory and on disk) after each piece.
+    /// Keeps a running job's progress after each piece: in memory at once, on disk once
+    /// `progressInterval` has passed since the last time.
     private func record(_ progress: PrepareJob) {
         let job = state.withLock { s -> PrepareJob? in
             guard s.running[progress.id] != nil, var current = s.jobs[progress.id], current.state == .running else { return nil }
@@ -356,14 +389,18 @@ public final class PrepareQueue: Service, Sendable {
             current.length = progress.length
             current.validator = progress.validator
             s.jobs[progress.id] = current
+            let now = ContinuousClock.now
+            guard now - (s.progressSaved[progress.id] ?? now) >= Self.progressInterval else { return nil }
+            s.progressSaved[progress.id] = now
             return current
         }
-        if let job { save(job) }
+        if let job { save([job]) }
     }
 
-    private func save(_ job: PrepareJob) {
-        do { try storage.save(job) } catch {
-            logger.error("cannot save a prepare job", metadata: ["job": "\(job.id)", "error": "\(error)"])
+    private func save(_ jobs: [PrepareJob]) {
+        guard !jobs.isEmpty else { return }
+        do { try storage.save(jobs: jobs) } catch {
+            logger.error("cannot save prepare jobs", metadata: ["jobs": "\(jobs.count)", "first": "\(jobs[0].id)", "error": "\(error)"])
         }
     }
 }

@@ -56,8 +56,9 @@ public final class ChecksumRegistry: Sendable {
         }
     }
 
-    func markPreparing(_ key: ObjectKey) {
-        update(key) { e in
+    /// Objects queued for preparation (one write for them all).
+    func markPreparing(_ keys: [ObjectKey]) {
+        update(keys) { _, e in
             if e.state != .ready { e.state = .preparing }
         }
     }

@@ -6,7 +6,8 @@ public protocol RegistryStorage: Sendable {
     /// Writes `entries` together (one transaction where the storage has them).
     func save(_ entries: [RegistryEntry]) throws(RegistryError)
     func loadJobs() throws(RegistryError) -> [PrepareJob]
-    func save(_ job: PrepareJob) throws(RegistryError)
+    /// Writes `jobs` together (one transaction where the storage has them).
+    func save(jobs: [PrepareJob]) throws(RegistryError)
     func deleteJobs(_ ids: [String]) throws(RegistryError)
     /// Succeeds when the storage answers (for `/ready`).
     func ping() throws(RegistryError)

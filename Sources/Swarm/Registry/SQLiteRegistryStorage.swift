@@ -100,22 +100,25 @@ public final class SQLiteRegistryStorage: RegistryStorage {
         }
     }
 
-    public func save(_ j: PrepareJob) throws(RegistryError) {
+    public func save(jobs: [PrepareJob]) throws(RegistryError) {
+        guard !jobs.isEmpty else { return }
         do {
             try database.write { db in
-                try db.execute(
-                    sql: """
-                        INSERT OR REPLACE INTO prepare_jobs
-                        (id, xresid, host, path, url, state, urgent, sequence, piece_size, length, bytes_done, validator, digests, error)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                        """,
-                    arguments: [
-                        j.id, j.key.xresid, j.key.host, j.key.path, j.url, j.state.rawValue, j.urgent, j.sequence,
-                        j.pieceSize, j.length, j.bytesDone, j.validator, Data(j.digests), j.error,
-                    ])
+                for j in jobs {
+                    try db.execute(
+                        sql: """
+                            INSERT OR REPLACE INTO prepare_jobs
+                            (id, xresid, host, path, url, state, urgent, sequence, piece_size, length, bytes_done, validator, digests, error)
+                            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            """,
+                        arguments: [
+                            j.id, j.key.xresid, j.key.host, j.key.path, j.url, j.state.rawValue, j.urgent, j.sequence,
+                            j.pieceSize, j.length, j.bytesDone, j.validator, Data(j.digests), j.error,
+                        ])
+                }
             }
         } catch {
-            throw RegistryError("cannot write a prepare job: \(error)")
+            throw RegistryError("cannot write prepare jobs: \(error)")
         }
     }
 
