@@ -444,15 +444,20 @@ final class Announcements: Sendable {
             return !s.scheduled
         }
         guard schedule else { return }
+        // One sender at a time: changes that come while a batch is being sent go in the next
+        // batch of the same task, never in a second task that could overtake the first.
         Task {
-            try? await Task.sleep(for: Self.window)
-            let runs = self.state.withLock { s in
-                s.scheduled = false
-                defer { s.pending = [] }
-                return s.pending
-            }
-            for run in runs {
-                if run.held { await self.link.announce(run.ids) } else { await self.link.withdraw(run.ids) }
+            while true {
+                try? await Task.sleep(for: Self.window)
+                let runs = self.state.withLock { s in
+                    if s.pending.isEmpty { s.scheduled = false }
+                    defer { s.pending = [] }
+                    return s.pending
+                }
+                guard !runs.isEmpty else { return }
+                for run in runs {
+                    if run.held { await self.link.announce(run.ids) } else { await self.link.withdraw(run.ids) }
+                }
             }
         }
     }

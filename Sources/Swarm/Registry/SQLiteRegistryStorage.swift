@@ -58,13 +58,15 @@ public final class SQLiteRegistryStorage: RegistryStorage {
     public func save(_ entries: [RegistryEntry]) throws(RegistryError) {
         do {
             try database.write { db in
+                // One statement compiled for every row.
+                let insert = try db.cachedStatement(
+                    sql: """
+                        INSERT OR REPLACE INTO registry_objects
+                        (id, xresid, host, path, state, length, piece_size, digests, etag, last_modified, content_type, error, updated)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """)
                 for e in entries {
-                    try db.execute(
-                        sql: """
-                            INSERT OR REPLACE INTO registry_objects
-                            (id, xresid, host, path, state, length, piece_size, digests, etag, last_modified, content_type, error, updated)
-                            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                            """,
+                    try insert.execute(
                         arguments: [
                             e.key.id, e.key.xresid, e.key.host, e.key.path, e.state.rawValue, e.checksums?.layout.length,
                             e.checksums?.layout.pieceSize, e.checksums.map { Data($0.packed) }, e.etag, e.lastModified,
@@ -104,13 +106,14 @@ public final class SQLiteRegistryStorage: RegistryStorage {
         guard !jobs.isEmpty else { return }
         do {
             try database.write { db in
+                let insert = try db.cachedStatement(
+                    sql: """
+                        INSERT OR REPLACE INTO prepare_jobs
+                        (id, xresid, host, path, url, state, urgent, sequence, piece_size, length, bytes_done, validator, digests, error)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """)
                 for j in jobs {
-                    try db.execute(
-                        sql: """
-                            INSERT OR REPLACE INTO prepare_jobs
-                            (id, xresid, host, path, url, state, urgent, sequence, piece_size, length, bytes_done, validator, digests, error)
-                            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                            """,
+                    try insert.execute(
                         arguments: [
                             j.id, j.key.xresid, j.key.host, j.key.path, j.url, j.state.rawValue, j.urgent, j.sequence,
                             j.pieceSize, j.length, j.bytesDone, j.validator, Data(j.digests), j.error,

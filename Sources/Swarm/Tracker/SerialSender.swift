@@ -7,7 +7,7 @@ import Synchronization
 public final class SerialSender: Sendable {
     private let write: @Sendable (String) async throws -> Void
     /// The last write handed over: the next one starts when it has ended.
-    private let tail = Mutex<Task<Void, Never>?>(nil)
+    private let tail = Mutex<Task<Result<Void, any Error>, Never>?>(nil)
 
     public init(_ write: @escaping @Sendable (String) async throws -> Void) {
         self.write = write
@@ -19,7 +19,7 @@ public final class SerialSender: Sendable {
         let mine = tail.withLock { tail -> Task<Result<Void, any Error>, Never> in
             let previous = tail
             let task = Task { () -> Result<Void, any Error> in
-                await previous?.value
+                _ = await previous?.value
                 do {
                     try await write(text)
                     return .success(())
@@ -27,7 +27,7 @@ public final class SerialSender: Sendable {
                     return .failure(error)
                 }
             }
-            tail = Task { _ = await task.value }
+            tail = task
             return task
         }
         try await mine.value.get()

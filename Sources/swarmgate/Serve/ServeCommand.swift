@@ -26,6 +26,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("key-uris"), help: "EXT-X-KEY URIs: origin or proxy.") var keyURIs: String?
     @Option(name: .customLong("app-id"), help: "The app id nodes and tracker share.") var appID: String?
     @Option(name: .customLong("app-secret-file"), help: "A file holding the app secret.") var appSecretFile: String?
+    @Option(name: .customLong("node-message-rate"), help: "Messages per second a node may send the embedded tracker, bursts of twice that (default 500).") var nodeMessageRate: String?
     @Option(name: .customLong("max-object-size"), help: "Largest media object fetched from an origin, e.g. 4GiB.") var maxObjectSize: String?
     @Option(name: .customLong("origin-idle-timeout"), help: "Seconds an origin may send nothing before the request fails (504).") var originIdleTimeout: String?
     @Flag(help: "Also serve samples/ as a local origin and print a URL a player can open.") var demo = false
@@ -50,6 +51,7 @@ struct ServeCommand: AsyncParsableCommand {
         f["key-uris"] = keyURIs
         f["app-id"] = appID
         f["app-secret-file"] = appSecretFile
+        f["node-message-rate"] = nodeMessageRate
         f["max-object-size"] = maxObjectSize
         f["origin-idle-timeout"] = originIdleTimeout
         if demo { f["demo"] = "true" }

@@ -22,6 +22,7 @@ struct TrackerCommand: AsyncParsableCommand {
     @Option(name: .customLong("allow-origin"), help: "Origin hosts the registry may fetch: host, host:port or *.suffix, comma-separated.") var allowOrigin: String?
     @Option(name: .customLong("app-id"), help: "The app id nodes and tracker share.") var appID: String?
     @Option(name: .customLong("app-secret-file"), help: "A file holding the app secret (or set SWARMGATE_APP_SECRET).") var appSecretFile: String?
+    @Option(name: .customLong("node-message-rate"), help: "Messages per second one node may send, bursts of twice that (default 500).") var nodeMessageRate: String?
 
     var givenFlags: [String: String] {
         var f: [String: String] = [:]
@@ -38,6 +39,7 @@ struct TrackerCommand: AsyncParsableCommand {
         f["allow-origin"] = allowOrigin
         f["app-id"] = appID
         f["app-secret-file"] = appSecretFile
+        f["node-message-rate"] = nodeMessageRate
         return f
     }
 
