@@ -108,7 +108,9 @@ let package = Package(
 
         .testTarget(name: "ManifestTests", dependencies: ["Manifest"], swiftSettings: strictSwift),
         .testTarget(name: "OriginTests", dependencies: ["Origin"], swiftSettings: strictSwift),
-        .testTarget(name: "PieceStoreTests", dependencies: ["PieceStore"], swiftSettings: strictSwift),
+        .testTarget(
+            name: "PieceStoreTests", dependencies: ["PieceStore", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strictSwift),
         .testTarget(name: "SwarmTests", dependencies: ["Swarm", "PieceStore"], swiftSettings: strictSwift),
         .testTarget(name: "CLITests", dependencies: ["swarmgate"], swiftSettings: strictSwift),
         .testTarget(

@@ -89,6 +89,10 @@ public struct GatewayServer: Sendable {
             logger: logger))
         let group = ServiceGroup(configuration: .init(
             services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        defer {
+            // The piece index is written behind the pieces; a stop writes what is left.
+            do { try node.store.flush() } catch { logger.error("piece index not written at stop", metadata: ["error": "\(error)"]) }
+        }
         try await group.run()
     }
 

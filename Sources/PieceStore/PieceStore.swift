@@ -12,6 +12,12 @@ import Synchronization
 /// are written and were verified by the caller, and every read is verified again against the
 /// registry's SHA-256 before it is returned — so neither a `kill -9` mid-write nor a byte
 /// flipped on disk can reach a client: such a piece reads as missing and is dropped.
+///
+/// Index rows are written behind the pieces: the rows of every object whose bitmap changed are
+/// written together, `indexDelay` after the first change (or at `flush()`, which a graceful stop
+/// calls), so that storing a piece costs a pwrite and no SQLite transaction of its own. A crash
+/// loses at most that window of the index: a piece written since reads as missing and is
+/// fetched again, and a piece dropped since reads back, fails verification and is dropped.
 public final class PieceStore: Sendable {
     /// What the store knows of one object.
     public struct ObjectInfo: Sendable {
@@ -27,6 +33,8 @@ public final class PieceStore: Sendable {
         var objects: [String: ObjectInfo] = [:]
         var usedBytes: Int64 = 0
         var tick: UInt64 = 0
+        /// Whether the last piece met a full disk with nothing to evict.
+        var diskFull = false
     }
 
     public let directory: String
@@ -36,6 +44,18 @@ public final class PieceStore: Sendable {
     private let logger: Logger
     private let onCorruptPiece: @Sendable () -> Void
     private let observer = Mutex<(@Sendable (Change) -> Void)?>(nil)
+    private let unwritten = Mutex(UnwrittenRows())
+
+    /// How long a changed bitmap waits before its row is written with the others changed meanwhile.
+    public static let indexDelay: Duration = .milliseconds(20)
+
+    /// Objects whose index rows are behind their state in memory.
+    struct UnwrittenRows {
+        var ids: Set<String> = []
+        var writeScheduled = false
+        /// Whether the last write behind failed (logged once, until one succeeds).
+        var failing = false
+    }
 
     /// What the store now holds differently: an object's first piece kept, or objects gone
     /// (evicted or removed).
@@ -80,6 +100,14 @@ public final class PieceStore: Sendable {
         }
         state = Mutex(State())
         try load()
+        var disk = statvfs()
+        if statvfs(directory, &disk) == 0 {
+            let room = Int64(disk.f_bavail) * Int64(disk.f_frsize) + usedBytes
+            if room < capacity {
+                logger.warning("the piece store's bound is more than its disk can hold: it will evict when the disk fills",
+                               metadata: ["directory": "\(directory)", "bound": "\(capacity)", "room": "\(room)"])
+            }
+        }
     }
 
     private func load() throws(PieceStoreError) {
@@ -176,10 +204,29 @@ public final class PieceStore: Sendable {
 
     /// Stores piece `index` of `key`, which the caller has verified. Returns false when the
     /// bound leaves no room for it even after evicting other objects (the caller then serves
-    /// it without keeping it).
+    /// it without keeping it). The piece is held from the return on; its index row follows
+    /// within `indexDelay`.
+    ///
+    /// A disk that fills before the bound is reached (it is shared, or smaller than the bound)
+    /// is met by evicting the least recently used objects, a sixteenth of what the store holds
+    /// beyond the piece, and writing once more; it throws `.full` when nothing is left to
+    /// evict. The store logs the disk filling and freeing; callers need not log `.full`.
     @discardableResult
     public func store(_ key: ObjectKey, layout: PieceLayout, piece index: Int, bytes: UnsafeRawBufferPointer) throws(PieceStoreError) -> Bool {
         precondition(bytes.count == layout.size(of: index))
+        do {
+            let kept = try write(key, layout: layout, piece: index, bytes: bytes)
+            noteDiskFull(false, evicted: 0)
+            return kept
+        } catch where error.code == .full {
+            let evicted = makeRoomOnDisk(for: Self.diskBytes(bytes.count), sparing: key.id)
+            noteDiskFull(true, evicted: evicted)
+            guard evicted > 0 else { throw error }
+            return try write(key, layout: layout, piece: index, bytes: bytes)
+        }
+    }
+
+    private func write(_ key: ObjectKey, layout: PieceLayout, piece index: Int, bytes: UnsafeRawBufferPointer) throws(PieceStoreError) -> Bool {
         let id = key.id
         let need = Self.diskBytes(bytes.count)
         // Reserve room and open the file under the lock, so that eviction never unlinks a file
@@ -192,8 +239,7 @@ public final class PieceStore: Sendable {
             }
             if s.objects[id]?.bitmap[index] == true { return .held }
             guard let evicted = evict(&s, toFit: need, sparing: id) else { return .noRoom }
-            try? FileManager.default.createDirectory(atPath: (dataPath(id) as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-            let fd = open(dataPath(id), O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+            let fd = openForWriting(id)
             guard fd >= 0 else { return .failed(errno: errno, evicted: evicted) }
             s.tick += 1
             let created = s.objects[id] == nil
@@ -212,7 +258,7 @@ public final class PieceStore: Sendable {
         case .noRoom: return false
         case .failed(let err, let evicted):
             finishEviction(evicted)
-            throw PieceStoreError(.io, "cannot open \(dataPath(id)): errno \(err)")
+            throw PieceStoreError(Self.isOutOfSpace(err) ? .full : .io, "cannot open \(dataPath(id)): errno \(err)")
         case .opened(let f, let evicted, let new):
             finishEviction(evicted)
             fd = f
@@ -223,7 +269,7 @@ public final class PieceStore: Sendable {
         close(fd)
         guard written else {
             release(id, need)
-            throw PieceStoreError(.io, "cannot write piece \(index) of \(key): errno \(err)")
+            throw PieceStoreError(Self.isOutOfSpace(err) ? .full : .io, "cannot write piece \(index) of \(key): errno \(err)")
         }
         let visible = state.withLock { s -> Bool in
             guard var info = s.objects[id], info.layout == layout else { return false }
@@ -231,7 +277,7 @@ public final class PieceStore: Sendable {
             s.objects[id] = info
             return true
         }
-        if visible { try persist(id) }
+        if visible { writeRowLater(id) }
         if visible && created { observer.withLock { $0 }?(.held(id)) }
         return visible
     }
@@ -261,7 +307,7 @@ public final class PieceStore: Sendable {
             _ = swarmgate_punch_hole(fd, layout.offset(of: index), Int64(layout.size(of: index)))
             close(fd)
         }
-        try? persist(id)
+        writeRowLater(id)
     }
 
     /// Forgets everything held of `key` (its checksums changed, or it was removed).
@@ -293,6 +339,48 @@ public final class PieceStore: Sendable {
         }
     }
 
+    static func isOutOfSpace(_ err: Int32) -> Bool { err == ENOSPC || err == EDQUOT }
+
+    /// Evicts least recently used objects (never `sparing`) until `need` bytes and a sixteenth
+    /// of what the store holds are freed: the disk is full before the bound, and the slack
+    /// keeps the next pieces from meeting a full disk at once. Returns how many went.
+    private func makeRoomOnDisk(for need: Int64, sparing: String) -> Int {
+        let evicted = state.withLock { s -> [String] in
+            let target = need + s.usedBytes / 16
+            var freed: Int64 = 0
+            var ids: [String] = []
+            for (id, info) in s.objects.sorted(by: { $0.value.lastUse < $1.value.lastUse }) where id != sparing && info.storedBytes > 0 {
+                guard freed < target else { break }
+                freed += info.storedBytes
+                s.usedBytes -= info.storedBytes
+                s.objects[id] = nil
+                unlink(dataPath(id))
+                ids.append(id)
+            }
+            return ids
+        }
+        finishEviction(evicted)
+        return evicted.count
+    }
+
+    /// Logs the disk under the store filling (each time objects are evicted for it, or once
+    /// while nothing is left to evict) and having room again.
+    private func noteDiskFull(_ full: Bool, evicted: Int) {
+        let was = state.withLock { s in
+            defer { s.diskFull = full && evicted == 0 }
+            return s.diskFull
+        }
+        if full && evicted > 0 {
+            logger.warning("the disk under the piece store is full before its bound; evicted the least recently used to make room",
+                           metadata: ["objects": "\(evicted)", "directory": "\(directory)"])
+        } else if full && !was {
+            logger.error("the disk under the piece store is full and the store holds nothing to evict: pieces are served but not kept until there is room",
+                         metadata: ["directory": "\(directory)"])
+        } else if !full && was {
+            logger.notice("the disk under the piece store has room again")
+        }
+    }
+
     /// Evicts least recently used objects (never `sparing`) until `need` more bytes fit,
     /// unlinking their files. Returns the evicted ids (their rows go in `finishEviction`), or nil when even
     /// evicting all others would not make room.
@@ -320,40 +408,101 @@ public final class PieceStore: Sendable {
         logger.debug("evicted objects", metadata: ["count": "\(ids.count)"])
     }
 
+    /// Deletes the rows of objects no longer held at once, not behind: a row left after its
+    /// file went would name pieces that a file made again under the same id lacks. (An object
+    /// made again meanwhile gets its current row.)
     private func deleteRows(_ ids: [String]) {
         do {
-            try database.write { db in
-                for id in ids { try db.execute(sql: "DELETE FROM pieces_objects WHERE id = ?", arguments: [id]) }
-            }
+            try writeRows(Set(ids))
         } catch {
             logger.error("piece index: cannot delete rows", metadata: ["error": "\(error)"])
         }
     }
 
-    /// Writes an object's current row. The bitmap is read inside the write transaction, so
-    /// concurrent writers never store an older bitmap over a newer one.
-    private func persist(_ id: String) throws(PieceStoreError) {
+    /// Writes now the index rows that are behind the store's state: what a graceful stop does
+    /// before the process ends (a test does it before it reopens the folder).
+    public func flush() throws(PieceStoreError) {
+        let ids = unwritten.withLock { u in
+            defer { u.ids = [] }
+            return u.ids
+        }
+        guard !ids.isEmpty else { return }
+        do {
+            try writeRows(ids)
+        } catch {
+            // Kept for the next write: a full disk may have room again by then.
+            unwritten.withLock { $0.ids.formUnion(ids) }
+            throw error
+        }
+    }
+
+    /// Has the row of `id` written within `indexDelay`, with every other row changed meanwhile.
+    private func writeRowLater(_ id: String) {
+        let schedule = unwritten.withLock { u -> Bool in
+            u.ids.insert(id)
+            defer { u.writeScheduled = true }
+            return !u.writeScheduled
+        }
+        guard schedule else { return }
+        Task.detached { [self] in
+            try? await Task.sleep(for: Self.indexDelay)
+            unwritten.withLock { $0.writeScheduled = false }
+            let failure: PieceStoreError?
+            do throws(PieceStoreError) {
+                try flush()
+                failure = nil
+            } catch {
+                failure = error
+            }
+            let was = unwritten.withLock { u in
+                defer { u.failing = failure != nil }
+                return u.failing
+            }
+            if let failure, !was {
+                logger.error("piece index: rows not written; retried with every change until they are", metadata: ["error": "\(failure)"])
+            } else if failure == nil && was {
+                logger.notice("piece index: rows written again")
+            }
+        }
+    }
+
+    /// Writes the rows of `ids` in one transaction. Each row is read from the state inside the
+    /// transaction, so a later write never stores an older bitmap over a newer one; an object
+    /// no longer held loses its row.
+    private func writeRows(_ ids: Set<String>) throws(PieceStoreError) {
         do {
             try database.write { db in
-                guard let info = state.withLock({ $0.objects[id] }) else {
-                    try db.execute(sql: "DELETE FROM pieces_objects WHERE id = ?", arguments: [id])
-                    return
-                }
-                try db.execute(
-                    sql: """
-                        INSERT INTO pieces_objects (id, xresid, host, path, length, piece_size, bitmap, last_use)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                        ON CONFLICT(id) DO UPDATE SET bitmap = excluded.bitmap, last_use = excluded.last_use,
-                            length = excluded.length, piece_size = excluded.piece_size
-                        """,
-                    arguments: [
+                let now = Date().timeIntervalSince1970
+                for id in ids {
+                    guard let info = state.withLock({ $0.objects[id] }) else {
+                        try db.cachedStatement(sql: "DELETE FROM pieces_objects WHERE id = ?").execute(arguments: [id])
+                        continue
+                    }
+                    try db.cachedStatement(
+                        sql: """
+                            INSERT INTO pieces_objects (id, xresid, host, path, length, piece_size, bitmap, last_use)
+                            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                            ON CONFLICT(id) DO UPDATE SET bitmap = excluded.bitmap, last_use = excluded.last_use,
+                                length = excluded.length, piece_size = excluded.piece_size
+                            """
+                    ).execute(arguments: [
                         id, info.key.xresid, info.key.host, info.key.path, info.layout.length, info.layout.pieceSize,
-                        Data(info.bitmap.bits), Date().timeIntervalSince1970,
+                        Data(info.bitmap.bits), now,
                     ])
+                }
             }
         } catch {
-            throw PieceStoreError(.index, "cannot write the index row of \(id): \(error)")
+            throw PieceStoreError(.index, "cannot write \(ids.count) index rows: \(error)")
         }
+    }
+
+    /// Opens the data file of `id` for writing, creating it (and its folder, the first time).
+    private func openForWriting(_ id: String) -> Int32 {
+        let path = dataPath(id)
+        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd < 0 && errno == ENOENT else { return fd }
+        mkdir(directory + "/objects/" + id.prefix(2), 0o700)
+        return open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
     }
 
     func dataPath(_ id: String) -> String {

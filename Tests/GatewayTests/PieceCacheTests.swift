@@ -230,6 +230,49 @@ final class PieceCacheTests {
         #expect(try Live.diskBytes(cache) <= 1 << 20)
     }
 
+    /// A cache folder on a 4 MiB disk with the default 10 GiB bound: the disk fills long before
+    /// the bound. The store evicts the least recently used to make room, so the newest objects
+    /// are still kept (before, nothing more was kept once the disk was full).
+    @Test func aDiskThatFillsBeforeTheBoundMakesRoomByEvicting() async throws {
+        let (g, port) = try Live.gatewayOnSmallDisk(
+            size: "4m", ["--allow-origin", "127.0.0.1:\(originPort)", "--piece-size", "64KiB", "--memory-cache-size", "0"])
+        defer { g.stop() }
+        let paths = (0..<20).map { "/obj/smalldisk-\($0).ts?size=400000" }  // 8 MB through a 4 MiB disk
+        for path in paths {
+            let r = try await Live.whenReady(proxied(port, path))
+            #expect(r.status == 200)
+            #expect(r.body == (try await direct(path)), "\(path)")
+        }
+        #expect(g.stderr.contains("bound is more than its disk can hold"), "said at the start")
+        #expect(g.stderr.contains("full before its bound; evicted the least recently used"))
+        // The newest are served from the disk: no request reaches the origin for them.
+        for (n, path) in paths.suffix(2).enumerated() {
+            let name = "smalldisk-\(18 + n).ts"
+            let before = try await originStats(name)["requests"] as? Int
+            let r = try await HTTP.get(proxied(port, path))
+            #expect(r.status == 200)
+            #expect(r.body == (try await direct(path)))
+            #expect(try await originStats(name)["requests"] as? Int == (before ?? 0) + 1, "only the direct fetch: \(name) came from the disk")
+        }
+        #expect(try await HTTP.get("http://127.0.0.1:\(port)/health").status == 200)
+    }
+
+    /// A disk with no room for a single piece: every object is still served whole and correct
+    /// (from the origin), the store says once that the disk is full, and the gateway stays up.
+    @Test func aDiskWithNoRoomForAnyPieceStillServesCorrectBytes() async throws {
+        let (g, port) = try Live.gatewayOnSmallDisk(
+            size: "160k", ["--allow-origin", "127.0.0.1:\(originPort)", "--piece-size", "64KiB", "--memory-cache-size", "0"])
+        defer { g.stop() }
+        for i in 0..<4 {
+            let path = "/obj/nodisk-\(i).ts?size=300000"
+            let r = try await Live.whenReady(proxied(port, path))
+            #expect(r.status == 200)
+            #expect(r.body == (try await direct(path)), "\(path)")
+        }
+        #expect(g.stderr.contains("full and the store holds nothing to evict"))
+        #expect(try await HTTP.get("http://127.0.0.1:\(port)/health").status == 200)
+    }
+
     @Test func anETagChangeMidPreparationStartsOverInsteadOfMixingVersions() async throws {
         let (g, port) = try gateway()
         defer { g.stop() }

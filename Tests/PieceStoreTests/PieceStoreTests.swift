@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Logging
 import PieceStore
 import Synchronization
@@ -40,15 +41,56 @@ struct PieceStoreTests {
         #expect(h.finish() == SHA256.hash(Array("abc".utf8)))
     }
 
+    /// The bitmap the index file holds for `key` (read by a connection of its own), if a row.
+    func indexedBitmap(_ key: ObjectKey) throws -> [UInt8]? {
+        let db = try DatabaseQueue(path: folder + "/index.sqlite")
+        defer { try? db.close() }
+        return try db.read { db in
+            try Data.fetchOne(db, sql: "SELECT bitmap FROM pieces_objects WHERE id = ?", arguments: [key.id]).map { [UInt8]($0) }
+        }
+    }
+
     @Test func piecesRoundTripAndSurviveAReopen() throws {
         let (bytes, c) = object(length: 100_000, pieceSize: 16384)
         do {
             let store = try PieceStore(directory: folder, capacity: 1 << 20, logger: logger)
             for i in 0..<c.layout.count { #expect(try store.store(key, layout: c.layout, piece: i, bytes: piece(bytes, c, i))) }
+            for i in 0..<c.layout.count { #expect(read(store, key, i, c) == piece(bytes, c, i), "held from the return of store") }
+            try store.flush()  // what a graceful stop does
         }
         let reopened = try PieceStore(directory: folder, capacity: 1 << 20, logger: logger)
         for i in 0..<c.layout.count { #expect(read(reopened, key, i, c) == piece(bytes, c, i)) }
         #expect(reopened.usedBytes == Int64(6 * 16384 + 4096))
+    }
+
+    /// Rows are written behind the pieces, without a flush: every bit reaches the index file.
+    @Test func theIndexCatchesUpWithStoredPiecesOnItsOwn() async throws {
+        let (bytes, c) = object(length: 100_000, pieceSize: 16384)
+        let store = try PieceStore(directory: folder, capacity: 1 << 20, logger: logger)
+        let other = ObjectKey(xresid: "s", host: "cdn.example.com", path: "/a/other.ts")
+        for i in 0..<c.layout.count {
+            try store.store(key, layout: c.layout, piece: i, bytes: piece(bytes, c, i))
+            if i.isMultiple(of: 2) { try store.store(other, layout: c.layout, piece: i, bytes: piece(bytes, c, i)) }
+        }
+        let all = store.info(key)!.bitmap.bits
+        let even = store.info(other)!.bitmap.bits
+        #expect(all != even)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline, try indexedBitmap(key) != all || indexedBitmap(other) != even {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(try indexedBitmap(key) == all)
+        #expect(try indexedBitmap(other) == even)
+        // A dropped piece leaves the row too, and a removed object loses it.
+        store.dropPiece(key, 3)
+        store.remove(other)
+        let dropped = store.info(key)!.bitmap.bits
+        #expect(dropped != all)
+        while ContinuousClock.now < deadline, try indexedBitmap(key) != dropped {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(try indexedBitmap(key) == dropped)
+        #expect(try indexedBitmap(other) == nil)
     }
 
     @Test func aCorruptPieceReadsAsMissingAndIsDropped() throws {
@@ -74,10 +116,11 @@ struct PieceStoreTests {
         do {
             let store = try PieceStore(directory: folder, capacity: 1 << 20, logger: logger)
             try store.store(key, layout: c.layout, piece: 0, bytes: piece(bytes, c, 0))
+            try store.flush()
         }
         let id = key.id
         let stray = folder + "/objects/" + id.prefix(2) + "/" + String(repeating: "f", count: 64)
-        FileManager.default.createFile(atPath: stray, contents: Data(bytes))
+        #expect(FileManager.default.createFile(atPath: stray, contents: Data(bytes)))
         let reopened = try PieceStore(directory: folder, capacity: 1 << 20, logger: logger)
         #expect(!FileManager.default.fileExists(atPath: stray))
         #expect(read(reopened, key, 1, c) == nil)

@@ -368,9 +368,9 @@ public final class SwarmNode: Sendable {
     private func keep(_ key: ObjectKey, _ layout: PieceLayout, _ index: Int, _ bytes: [UInt8]) {
         do {
             try store.store(key, layout: layout, piece: index, bytes: bytes)
-        } catch {
+        } catch where error.code != .full {  // a full disk: the store logs it
             logger.warning("piece not kept", metadata: ["object": "\(key)", "error": "\(error)"])
-        }
+        } catch {}
     }
 
     /// Piece `index` from the origin by range. A piece that does not verify means the origin's

@@ -151,10 +151,10 @@ struct Preparer: Sendable {
                     let digest = piece.withUnsafeBytes { SHA256.hash($0) }
                     do {
                         try store.store(job.key, layout: layout, piece: i, bytes: piece)
-                    } catch {
+                    } catch where error.code != .full {  // a full disk: the store logs it
                         // The checksum does not depend on keeping the copy: note it and go on.
                         logger.warning("prepared piece not kept", metadata: ["object": "\(job.key)", "error": "\(error)"])
-                    }
+                    } catch {}
                     job.digests += digest.bytes
                     job.bytesDone += Int64(piece.count)
                     piece.removeAll(keepingCapacity: true)

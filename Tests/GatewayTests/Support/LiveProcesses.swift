@@ -170,6 +170,22 @@ enum Live {
         let port = try p.waitForStderr(#/listening on 127\.0\.0\.1:(\d+)/#)
         return (p, Int(port)!)
     }
+
+    /// `gateway(_:)` with its cache folder on a disk of its own of `size` bytes (tmpfs's
+    /// `size=`, e.g. "4m"): a small disk that fills. The tmpfs is mounted in a mount namespace
+    /// of the gateway's own (`unshare`, for any user where user namespaces are allowed, as on
+    /// Debian), so it needs no privilege and is gone when the gateway exits.
+    static func gatewayOnSmallDisk(size: String, _ arguments: [String]) throws -> (LiveProcess, Int) {
+        let cache = cacheFolder()
+        try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
+        let script = #"mount -t tmpfs -o "size=$1" tmpfs "$2" && shift 2 && exec "$@""#
+        let p = try LiveProcess(
+            "/usr/bin/unshare",
+            ["--map-root-user", "--mount", "sh", "-c", script, "sh", size, cache, binary, "serve", "--listen", "127.0.0.1:0", "--cache-dir", cache]
+                + arguments)
+        let port = try p.waitForStderr(#/listening on 127\.0\.0\.1:(\d+)/#)
+        return (p, Int(port)!)
+    }
 }
 
 extension Live {
