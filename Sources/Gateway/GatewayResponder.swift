@@ -159,7 +159,8 @@ public final class GatewayResponder: HTTPResponder {
     }
 
     func metrics() -> Response {
-        Response(
+        stats.observeStore(bytes: node.store.usedBytes, diskShortages: node.store.diskShortages)
+        return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
             body: .init(byteBuffer: ByteBuffer(bytes: stats.prometheusText())))
     }

@@ -45,6 +45,11 @@ public final class PieceStore: Sendable {
     private let onCorruptPiece: @Sendable () -> Void
     private let observer = Mutex<(@Sendable (Change) -> Void)?>(nil)
     private let unwritten = Mutex(UnwrittenRows())
+    private let shortages = Atomic<Int>(0)
+
+    /// How many times a piece found the disk short of room before the bound (evicting for it,
+    /// or not kept): for `/metrics`.
+    public var diskShortages: Int { shortages.load(ordering: .relaxed) }
 
     /// How long a changed bitmap waits before its row is written with the others changed meanwhile.
     public static let indexDelay: Duration = .milliseconds(20)
@@ -86,6 +91,8 @@ public final class PieceStore: Sendable {
         do {
             var config = Configuration()
             config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+            // A write behind of a store being closed may still hold the lock for a moment.
+            config.busyMode = .timeout(5)
             database = try DatabasePool(path: directory + "/index.sqlite", configuration: config)
             try database.write { db in
                 try db.execute(sql: """
@@ -102,7 +109,8 @@ public final class PieceStore: Sendable {
         try load()
         var disk = statvfs()
         if statvfs(directory, &disk) == 0 {
-            let room = Int64(disk.f_bavail) * Int64(disk.f_frsize) + usedBytes
+            let size = Int64(disk.f_blocks) * Int64(disk.f_frsize)
+            let room = Int64(disk.f_bavail) * Int64(disk.f_frsize) + usedBytes - Self.diskReserve(diskBytes: size)
             if room < capacity {
                 logger.warning("the piece store's bound is more than its disk can hold: it will evict when the disk fills",
                                metadata: ["directory": "\(directory)", "bound": "\(capacity)", "room": "\(room)"])
@@ -207,19 +215,29 @@ public final class PieceStore: Sendable {
     /// it without keeping it). The piece is held from the return on; its index row follows
     /// within `indexDelay`.
     ///
-    /// A disk that fills before the bound is reached (it is shared, or smaller than the bound)
-    /// is met by evicting the least recently used objects, a sixteenth of what the store holds
-    /// beyond the piece, and writing once more; it throws `.full` when nothing is left to
-    /// evict. The store logs the disk filling and freeing; callers need not log `.full`.
+    /// The disk is shared with the SQLite files beside the pieces (and maybe with others), and
+    /// may be smaller than the bound: a piece that would leave less than `diskReserve` free, or
+    /// that meets a full disk, first evicts the least recently used objects (what it lacks and
+    /// a sixteenth of what the store holds, so that the next pieces do not meet it at once). It
+    /// throws `.full` when nothing is left to evict. The store logs the disk filling and having
+    /// room again; callers need not log `.full`.
     @discardableResult
     public func store(_ key: ObjectKey, layout: PieceLayout, piece index: Int, bytes: UnsafeRawBufferPointer) throws(PieceStoreError) -> Bool {
         precondition(bytes.count == layout.size(of: index))
+        let need = Self.diskBytes(bytes.count)
+        if let short = diskShortfall(need), short > 0, !has(key, piece: index) {
+            let evicted = makeRoomOnDisk(short, sparing: key.id)
+            noteDiskFull(true, evicted: evicted)
+            guard evicted > 0 else {
+                throw PieceStoreError(.full, "no room for piece \(index) of \(key): the disk under \(directory) is down to its reserve")
+            }
+        }
         do {
             let kept = try write(key, layout: layout, piece: index, bytes: bytes)
             noteDiskFull(false, evicted: 0)
             return kept
         } catch where error.code == .full {
-            let evicted = makeRoomOnDisk(for: Self.diskBytes(bytes.count), sparing: key.id)
+            let evicted = makeRoomOnDisk(need, sparing: key.id)
             noteDiskFull(true, evicted: evicted)
             guard evicted > 0 else { throw error }
             return try write(key, layout: layout, piece: index, bytes: bytes)
@@ -231,55 +249,79 @@ public final class PieceStore: Sendable {
         let need = Self.diskBytes(bytes.count)
         // Reserve room and open the file under the lock, so that eviction never unlinks a file
         // that a writer is about to recreate.
+        var replaced = false
         let reservation = state.withLock { s -> Reservation in
             if let info = s.objects[id], info.layout != layout {
                 s.usedBytes -= info.storedBytes
                 s.objects[id] = nil
                 unlink(dataPath(id))
+                replaced = true
             }
             if s.objects[id]?.bitmap[index] == true { return .held }
             guard let evicted = evict(&s, toFit: need, sparing: id) else { return .noRoom }
             let fd = openForWriting(id)
             guard fd >= 0 else { return .failed(errno: errno, evicted: evicted) }
             s.tick += 1
-            let created = s.objects[id] == nil
             var info = s.objects[id] ?? ObjectInfo(
                 key: key, layout: layout, bitmap: PieceBitmap(count: layout.count), storedBytes: 0, lastUse: s.tick)
             info.storedBytes += need
             info.lastUse = s.tick
             s.objects[id] = info
             s.usedBytes += need
-            return .opened(fd: fd, evicted: evicted, created: created)
+            return .opened(fd: fd, evicted: evicted)
         }
+        // The old layout's row goes now, as an evicted object's does (the new one's follows).
+        if replaced { finishEviction([id]) }
         let fd: Int32
-        var created = false
         switch reservation {
         case .held: return true
         case .noRoom: return false
         case .failed(let err, let evicted):
             finishEviction(evicted)
             throw PieceStoreError(Self.isOutOfSpace(err) ? .full : .io, "cannot open \(dataPath(id)): errno \(err)")
-        case .opened(let f, let evicted, let new):
+        case .opened(let f, let evicted):
             finishEviction(evicted)
             fd = f
-            created = new
         }
         let written = Self.pwriteFully(fd, bytes, at: layout.offset(of: index))
         let err = errno
-        close(fd)
         guard written else {
-            release(id, need)
+            abandon(id, fd: fd, layout: layout, piece: index, reserved: need)
+            close(fd)
             throw PieceStoreError(Self.isOutOfSpace(err) ? .full : .io, "cannot write piece \(index) of \(key): errno \(err)")
         }
-        let visible = state.withLock { s -> Bool in
-            guard var info = s.objects[id], info.layout == layout else { return false }
+        close(fd)
+        let visible = state.withLock { s -> (first: Bool, set: Bool) in
+            guard var info = s.objects[id], info.layout == layout else { return (false, false) }
+            let first = info.bitmap.isEmpty
             info.bitmap[index] = true
             s.objects[id] = info
+            return (first, true)
+        }
+        if visible.set { writeRowLater(id) }
+        if visible.first { observer.withLock { $0 }?(.held(id)) }
+        return visible.set
+    }
+
+    /// Undoes a write that failed: its reservation, the blocks it wrote (a full disk often
+    /// takes part of a piece before it refuses the rest), and the object if it holds nothing.
+    private func abandon(_ id: String, fd: Int32, layout: PieceLayout, piece index: Int, reserved: Int64) {
+        let emptied = state.withLock { s -> Bool in
+            guard var info = s.objects[id] else { return false }
+            if info.layout == layout && !info.bitmap[index] {
+                _ = swarmgate_punch_hole(fd, layout.offset(of: index), Int64(layout.size(of: index)))
+            }
+            info.storedBytes -= reserved
+            s.usedBytes -= reserved
+            guard info.bitmap.isEmpty && info.storedBytes == 0 else {
+                s.objects[id] = info
+                return false
+            }
+            s.objects[id] = nil
+            unlink(dataPath(id))
             return true
         }
-        if visible { writeRowLater(id) }
-        if visible && created { observer.withLock { $0 }?(.held(id)) }
-        return visible
+        if emptied { writeRowLater(id) }
     }
 
     /// `store(_:layout:piece:bytes:)` for bytes in an array.
@@ -292,22 +334,23 @@ public final class PieceStore: Sendable {
     /// Forgets piece `index` of `key` (it failed verification).
     public func dropPiece(_ key: ObjectKey, _ index: Int) {
         let id = key.id
-        let dropped = state.withLock { s -> PieceLayout? in
-            guard var info = s.objects[id], info.bitmap[index] else { return nil }
+        // The hole is punched under the lock: a writer storing the piece again meanwhile would
+        // otherwise lose it to the hole.
+        let dropped = state.withLock { s -> Bool in
+            guard var info = s.objects[id], info.bitmap[index] else { return false }
             info.bitmap[index] = false
             let n = Self.diskBytes(info.layout.size(of: index))
             info.storedBytes -= n
             s.usedBytes -= n
             s.objects[id] = info
-            return info.layout
+            let fd = open(dataPath(id), O_WRONLY | O_CLOEXEC)
+            if fd >= 0 {
+                _ = swarmgate_punch_hole(fd, info.layout.offset(of: index), Int64(info.layout.size(of: index)))
+                close(fd)
+            }
+            return true
         }
-        guard let layout = dropped else { return }
-        let fd = open(dataPath(id), O_WRONLY | O_CLOEXEC)
-        if fd >= 0 {
-            _ = swarmgate_punch_hole(fd, layout.offset(of: index), Int64(layout.size(of: index)))
-            close(fd)
-        }
-        writeRowLater(id)
+        if dropped { writeRowLater(id) }
     }
 
     /// Forgets everything held of `key` (its checksums changed, or it was removed).
@@ -327,26 +370,30 @@ public final class PieceStore: Sendable {
     private enum Reservation {
         case held, noRoom
         case failed(errno: Int32, evicted: [String])
-        case opened(fd: Int32, evicted: [String], created: Bool)
-    }
-
-    private func release(_ id: String, _ bytes: Int64) {
-        state.withLock { s in
-            guard var info = s.objects[id] else { return }
-            info.storedBytes -= bytes
-            s.usedBytes -= bytes
-            s.objects[id] = info
-        }
+        case opened(fd: Int32, evicted: [String])
     }
 
     static func isOutOfSpace(_ err: Int32) -> Bool { err == ENOSPC || err == EDQUOT }
 
-    /// Evicts least recently used objects (never `sparing`) until `need` bytes and a sixteenth
-    /// of what the store holds are freed: the disk is full before the bound, and the slack
-    /// keeps the next pieces from meeting a full disk at once. Returns how many went.
-    private func makeRoomOnDisk(for need: Int64, sparing: String) -> Int {
+    /// What the store keeps free on its disk for the SQLite files beside the pieces (their
+    /// write-ahead logs grow between checkpoints): a quarter of the disk, at most 64 MiB.
+    static func diskReserve(diskBytes: Int64) -> Int64 { min(64 << 20, diskBytes / 4) }
+
+    /// How many bytes are missing for `need` more to leave the reserve free on the disk (zero
+    /// or less: none); nil when the disk cannot be asked.
+    private func diskShortfall(_ need: Int64) -> Int64? {
+        var disk = statvfs()
+        guard statvfs(directory, &disk) == 0 else { return nil }
+        let free = Int64(disk.f_bavail) * Int64(disk.f_frsize)
+        return Self.diskReserve(diskBytes: Int64(disk.f_blocks) * Int64(disk.f_frsize)) - (free - need)
+    }
+
+    /// Evicts least recently used objects (never `sparing`) until `amount` bytes and a
+    /// sixteenth of what the store holds are freed: the disk is short before the bound, and
+    /// the slack keeps the next pieces from meeting it at once. Returns how many went.
+    private func makeRoomOnDisk(_ amount: Int64, sparing: String) -> Int {
         let evicted = state.withLock { s -> [String] in
-            let target = need + s.usedBytes / 16
+            let target = amount + s.usedBytes / 16
             var freed: Int64 = 0
             var ids: [String] = []
             for (id, info) in s.objects.sorted(by: { $0.value.lastUse < $1.value.lastUse }) where id != sparing && info.storedBytes > 0 {
@@ -366,6 +413,7 @@ public final class PieceStore: Sendable {
     /// Logs the disk under the store filling (each time objects are evicted for it, or once
     /// while nothing is left to evict) and having room again.
     private func noteDiskFull(_ full: Bool, evicted: Int) {
+        if full { shortages.add(1, ordering: .relaxed) }
         let was = state.withLock { s in
             defer { s.diskFull = full && evicted == 0 }
             return s.diskFull
@@ -410,33 +458,31 @@ public final class PieceStore: Sendable {
 
     /// Deletes the rows of objects no longer held at once, not behind: a row left after its
     /// file went would name pieces that a file made again under the same id lacks. (An object
-    /// made again meanwhile gets its current row.)
+    /// made again meanwhile gets its current row.) Rows that cannot be deleted now are left to
+    /// the writes behind, which retry.
     private func deleteRows(_ ids: [String]) {
         do {
-            try writeRows(Set(ids))
+            try writeRows { Set(ids) }
         } catch {
-            logger.error("piece index: cannot delete rows", metadata: ["error": "\(error)"])
+            for id in ids { writeRowLater(id) }
         }
     }
 
     /// Writes now the index rows that are behind the store's state: what a graceful stop does
-    /// before the process ends (a test does it before it reopens the folder).
+    /// before the process ends (a test does it before it reopens the folder). When it returns,
+    /// every change made before the call is on disk: rows that a write behind had taken were
+    /// committed before this call's transaction began.
     public func flush() throws(PieceStoreError) {
-        let ids = unwritten.withLock { u in
-            defer { u.ids = [] }
-            return u.ids
-        }
-        guard !ids.isEmpty else { return }
-        do {
-            try writeRows(ids)
-        } catch {
-            // Kept for the next write: a full disk may have room again by then.
-            unwritten.withLock { $0.ids.formUnion(ids) }
-            throw error
+        try writeRows {
+            unwritten.withLock { u in
+                defer { u.ids = [] }
+                return u.ids
+            }
         }
     }
 
     /// Has the row of `id` written within `indexDelay`, with every other row changed meanwhile.
+    /// A write that fails (a full disk) is tried again every `indexRetryDelay` until one passes.
     private func writeRowLater(_ id: String) {
         let schedule = unwritten.withLock { u -> Bool in
             u.ids.insert(id)
@@ -445,63 +491,92 @@ public final class PieceStore: Sendable {
         }
         guard schedule else { return }
         Task.detached { [self] in
-            try? await Task.sleep(for: Self.indexDelay)
-            unwritten.withLock { $0.writeScheduled = false }
-            let failure: PieceStoreError?
-            do throws(PieceStoreError) {
-                try flush()
-                failure = nil
-            } catch {
-                failure = error
-            }
-            let was = unwritten.withLock { u in
-                defer { u.failing = failure != nil }
-                return u.failing
-            }
-            if let failure, !was {
-                logger.error("piece index: rows not written; retried with every change until they are", metadata: ["error": "\(failure)"])
-            } else if failure == nil && was {
-                logger.notice("piece index: rows written again")
+            var delay = Self.indexDelay
+            while true {
+                try? await Task.sleep(for: delay)
+                unwritten.withLock { $0.writeScheduled = false }
+                let failure: PieceStoreError?
+                do throws(PieceStoreError) {
+                    try flush()
+                    failure = nil
+                } catch {
+                    failure = error
+                }
+                let (was, retry) = unwritten.withLock { u in
+                    defer { u.failing = failure != nil }
+                    // Failed rows are back in `ids`; unless a change scheduled a write since,
+                    // this task tries again.
+                    let retry = failure != nil && !u.writeScheduled
+                    if retry { u.writeScheduled = true }
+                    return (u.failing, retry)
+                }
+                if let failure, !was {
+                    logger.error("piece index: rows not written; trying again every second until they are", metadata: ["error": "\(failure)"])
+                } else if failure == nil && was {
+                    logger.notice("piece index: rows written again")
+                }
+                guard retry else { return }
+                delay = Self.indexRetryDelay
             }
         }
     }
 
-    /// Writes the rows of `ids` in one transaction. Each row is read from the state inside the
-    /// transaction, so a later write never stores an older bitmap over a newer one; an object
-    /// no longer held loses its row.
-    private func writeRows(_ ids: Set<String>) throws(PieceStoreError) {
+    /// How long a failed write behind waits before it is tried again.
+    static let indexRetryDelay: Duration = .seconds(1)
+
+    /// Writes the rows of the ids that `take` hands out, in one transaction; `take` runs inside
+    /// it, so that transactions, serialized, also order what they took. Each row is read from
+    /// the state inside the transaction, so a later write never stores an older bitmap over a
+    /// newer one; an object no longer held loses its row. Ids whose transaction fails are put
+    /// back among the unwritten.
+    private func writeRows(_ take: () -> Set<String>) throws(PieceStoreError) {
+        var taken: Set<String> = []
         do {
-            try database.write { db in
-                let now = Date().timeIntervalSince1970
-                for id in ids {
-                    guard let info = state.withLock({ $0.objects[id] }) else {
-                        try db.cachedStatement(sql: "DELETE FROM pieces_objects WHERE id = ?").execute(arguments: [id])
-                        continue
-                    }
-                    try db.cachedStatement(
-                        sql: """
-                            INSERT INTO pieces_objects (id, xresid, host, path, length, piece_size, bitmap, last_use)
-                            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                            ON CONFLICT(id) DO UPDATE SET bitmap = excluded.bitmap, last_use = excluded.last_use,
-                                length = excluded.length, piece_size = excluded.piece_size
-                            """
-                    ).execute(arguments: [
-                        id, info.key.xresid, info.key.host, info.key.path, info.layout.length, info.layout.pieceSize,
-                        Data(info.bitmap.bits), now,
-                    ])
+            // On the writer's queue, so that a call finding nothing to write has waited for
+            // every transaction that took rows before it; with no transaction then.
+            try database.writeWithoutTransaction { db in
+                taken = take()
+                guard !taken.isEmpty else { return }
+                try db.inTransaction {
+                    try putRows(taken, in: db)
+                    return .commit
                 }
             }
         } catch {
-            throw PieceStoreError(.index, "cannot write \(ids.count) index rows: \(error)")
+            if !taken.isEmpty { unwritten.withLock { $0.ids.formUnion(taken) } }
+            throw PieceStoreError(.index, "cannot write \(taken.count) index rows: \(error)")
+        }
+    }
+
+    /// Writes the current rows of `ids` (deletes those no longer held) in `db`'s transaction.
+    private func putRows(_ ids: Set<String>, in db: Database) throws {
+        let now = Date().timeIntervalSince1970
+        for id in ids {
+            guard let info = state.withLock({ $0.objects[id] }) else {
+                try db.cachedStatement(sql: "DELETE FROM pieces_objects WHERE id = ?").execute(arguments: [id])
+                continue
+            }
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO pieces_objects (id, xresid, host, path, length, piece_size, bitmap, last_use)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT(id) DO UPDATE SET bitmap = excluded.bitmap, last_use = excluded.last_use,
+                        length = excluded.length, piece_size = excluded.piece_size
+                    """
+            ).execute(arguments: [
+                id, info.key.xresid, info.key.host, info.key.path, info.layout.length, info.layout.pieceSize,
+                Data(info.bitmap.bits), now,
+            ])
         }
     }
 
     /// Opens the data file of `id` for writing, creating it (and its folder, the first time).
+    /// On failure errno is the failing call's (ENOSPC from either, so a full disk reads as one).
     private func openForWriting(_ id: String) -> Int32 {
         let path = dataPath(id)
         let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
         guard fd < 0 && errno == ENOENT else { return fd }
-        mkdir(directory + "/objects/" + id.prefix(2), 0o700)
+        guard mkdir(directory + "/objects/" + id.prefix(2), 0o700) == 0 || errno == EEXIST else { return -1 }
         return open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
     }
 

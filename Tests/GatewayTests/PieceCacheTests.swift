@@ -230,11 +230,27 @@ final class PieceCacheTests {
         #expect(try Live.diskBytes(cache) <= 1 << 20)
     }
 
+    /// The value of an unlabelled metric in the gateway's `/metrics`.
+    func metric(_ port: Int, _ name: String) async throws -> Double? {
+        let text = try await HTTP.get("http://127.0.0.1:\(port)/metrics").text
+        return text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ")[1]) }
+    }
+
+    /// Disk blocks of the data files in a gateway's cache folder as its own mount namespace
+    /// sees it (`/proc/PID/root`).
+    func dataBlocks(_ g: LiveProcess, _ cache: String) throws -> Int64 {
+        try Live.diskBytes("/proc/\(g.process.processIdentifier)/root" + cache)
+    }
+
+    /// What a gateway logs when its SQLite files could not be written.
+    static let databaseFailures = ["registry write failed", "cannot save prepare jobs", "piece index: rows not written"]
+
     /// A cache folder on a 4 MiB disk with the default 10 GiB bound: the disk fills long before
     /// the bound. The store evicts the least recently used to make room, so the newest objects
-    /// are still kept (before, nothing more was kept once the disk was full).
-    @Test func aDiskThatFillsBeforeTheBoundMakesRoomByEvicting() async throws {
-        let (g, port) = try Live.gatewayOnSmallDisk(
+    /// are still kept (before, nothing more was kept once the disk was full), and it keeps a
+    /// reserve free, so the SQLite files beside the pieces never meet a full disk.
+    @Test(.enabled(if: Live.canMountSmallDisks)) func aDiskThatFillsBeforeTheBoundMakesRoomByEvicting() async throws {
+        let (g, port, cache) = try Live.gatewayOnSmallDisk(
             size: "4m", ["--allow-origin", "127.0.0.1:\(originPort)", "--piece-size", "64KiB", "--memory-cache-size", "0"])
         defer { g.stop() }
         let paths = (0..<20).map { "/obj/smalldisk-\($0).ts?size=400000" }  // 8 MB through a 4 MiB disk
@@ -245,6 +261,12 @@ final class PieceCacheTests {
         }
         #expect(g.stderr.contains("bound is more than its disk can hold"), "said at the start")
         #expect(g.stderr.contains("full before its bound; evicted the least recently used"))
+        for failure in Self.databaseFailures { #expect(!g.stderr.contains(failure)) }
+        #expect(try await metric(port, "swarmgate_piece_store_disk_short_total") ?? 0 > 0)
+        // The store's count is what the disk holds: no blocks of failed writes are left.
+        let held = try await metric(port, "swarmgate_piece_store_bytes") ?? 0
+        #expect(held > 1_000_000 && held < 4_194_304)
+        #expect(Double(try dataBlocks(g, cache)) == held)
         // The newest are served from the disk: no request reaches the origin for them.
         for (n, path) in paths.suffix(2).enumerated() {
             let name = "smalldisk-\(18 + n).ts"
@@ -257,19 +279,24 @@ final class PieceCacheTests {
         #expect(try await HTTP.get("http://127.0.0.1:\(port)/health").status == 200)
     }
 
-    /// A disk with no room for a single piece: every object is still served whole and correct
-    /// (from the origin), the store says once that the disk is full, and the gateway stays up.
-    @Test func aDiskWithNoRoomForAnyPieceStillServesCorrectBytes() async throws {
-        let (g, port) = try Live.gatewayOnSmallDisk(
-            size: "160k", ["--allow-origin", "127.0.0.1:\(originPort)", "--piece-size", "64KiB", "--memory-cache-size", "0"])
+    /// A shared disk that something else has filled: the store has nothing to evict. Every
+    /// object is still served whole and correct (from the origin, by range), the store says
+    /// once that the disk is full, the registry is still written, and the gateway stays up.
+    @Test(.enabled(if: Live.canMountSmallDisks)) func aDiskFullOfOtherFilesStillServesCorrectBytes() async throws {
+        let (g, port, cache) = try Live.gatewayOnSmallDisk(
+            size: "1m", taken: 700, ["--allow-origin", "127.0.0.1:\(originPort)", "--piece-size", "64KiB", "--memory-cache-size", "0"])
         defer { g.stop() }
         for i in 0..<4 {
-            let path = "/obj/nodisk-\(i).ts?size=300000"
+            let path = "/obj/otherdisk-\(i).ts?size=300000"
             let r = try await Live.whenReady(proxied(port, path))
             #expect(r.status == 200)
             #expect(r.body == (try await direct(path)), "\(path)")
         }
-        #expect(g.stderr.contains("full and the store holds nothing to evict"))
+        #expect(g.stderr.components(separatedBy: "full and the store holds nothing to evict").count == 2, "said once")
+        for failure in Self.databaseFailures { #expect(!g.stderr.contains(failure)) }
+        #expect(try await metric(port, "swarmgate_piece_store_disk_short_total") ?? 0 >= 4, "one piece of each object at least")
+        #expect(try await metric(port, "swarmgate_piece_store_bytes") == 0)
+        #expect(try dataBlocks(g, cache) == 0)
         #expect(try await HTTP.get("http://127.0.0.1:\(port)/health").status == 200)
     }
 

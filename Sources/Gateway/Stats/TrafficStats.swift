@@ -39,6 +39,8 @@ public final class TrafficStats: Sendable {
         var allPeers: Set<String> = []
         var fallbacks: [FallbackReason: Int] = [:]
         var badPieces = 0
+        /// The piece store's count of disk shortages at the last scrape.
+        var diskShortages = 0
     }
 
     private let state = Mutex(State())
@@ -70,9 +72,27 @@ public final class TrafficStats: Sendable {
         fallbackCounters = fallbacks
         peersGauge = registry.makeGauge(
             descriptor: Self.descriptor("peers", unit: "", "Distinct peers that delivered pieces to this node."))
+        storeBytes = registry.makeGauge(
+            descriptor: Self.descriptor("piece_store", unit: "bytes", "Disk blocks of the pieces the store holds (kept under --cache-size)."))
+        diskShortages = registry.makeCounter(
+            descriptor: Self.descriptor(
+                "piece_store_disk_short", unit: "total",
+                "Pieces that found the cache's disk short of room before the bound: objects were evicted for them, or they were not kept."))
     }
 
     private let peersGauge: Gauge
+    private let storeBytes: Gauge
+    private let diskShortages: Counter
+
+    /// The piece store's figures, read as `/metrics` is scraped.
+    public func observeStore(bytes: Int64, diskShortages total: Int) {
+        storeBytes.set(Double(bytes))
+        let new = state.withLock { s -> Int in
+            defer { s.diskShortages = max(s.diskShortages, total) }
+            return total - s.diskShortages
+        }
+        if new > 0 { diskShortages.increment(by: Int64(new)) }
+    }
 
     /// A piece (or a whole object, for `checksumsNotReady`) that came from the CDN, and why.
     public func countFallback(_ reason: FallbackReason) {

@@ -171,20 +171,42 @@ enum Live {
         return (p, Int(port)!)
     }
 
-    /// `gateway(_:)` with its cache folder on a disk of its own of `size` bytes (tmpfs's
-    /// `size=`, e.g. "4m"): a small disk that fills. The tmpfs is mounted in a mount namespace
-    /// of the gateway's own (`unshare`, for any user where user namespaces are allowed, as on
-    /// Debian), so it needs no privilege and is gone when the gateway exits.
-    static func gatewayOnSmallDisk(size: String, _ arguments: [String]) throws -> (LiveProcess, Int) {
+    /// Whether this machine lets `onSmallDisk` mount its disk: user namespaces are allowed
+    /// (Debian; Ubuntu 24.04's AppArmor restricts them) and util-linux is installed.
+    static let canMountSmallDisks: Bool = {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+        p.arguments = onSmallDisk(size: "64k", folder: NSTemporaryDirectory(), ["true"])
+        p.standardError = FileHandle.nullDevice
+        guard (try? p.run()) != nil else { return false }
+        p.waitUntilExit()
+        return p.terminationStatus == 0
+    }()
+
+    /// The arguments of `/usr/bin/unshare` that run `command` with `folder` on a disk of its
+    /// own of `size` bytes (tmpfs's `size=`, e.g. "4m"), of which a file named `other` takes
+    /// `taken` KiB first: a small disk that fills, or one shared and already full. The tmpfs is
+    /// mounted in a mount namespace of the command's own (for any user where user namespaces
+    /// are allowed), so it needs no privilege and is gone when the command exits.
+    static func onSmallDisk(size: String, taken: Int = 0, folder: String, _ command: [String]) -> [String] {
+        let script = #"""
+            mount -t tmpfs -o "size=$1" tmpfs "$2" || exit 99
+            if [ "$3" -gt 0 ]; then head -c "$3"k /dev/zero > "$2/other"; fi
+            shift 3 && exec "$@"
+            """#
+        return ["--map-root-user", "--mount", "sh", "-c", script, "sh", size, folder, String(taken)] + command
+    }
+
+    /// `gateway(_:)` with its cache folder on a small disk (`onSmallDisk`). Returns the gateway,
+    /// its port and its cache folder.
+    static func gatewayOnSmallDisk(size: String, taken: Int = 0, _ arguments: [String]) throws -> (LiveProcess, Int, String) {
         let cache = cacheFolder()
         try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
-        let script = #"mount -t tmpfs -o "size=$1" tmpfs "$2" && shift 2 && exec "$@""#
         let p = try LiveProcess(
             "/usr/bin/unshare",
-            ["--map-root-user", "--mount", "sh", "-c", script, "sh", size, cache, binary, "serve", "--listen", "127.0.0.1:0", "--cache-dir", cache]
-                + arguments)
+            onSmallDisk(size: size, taken: taken, folder: cache, [binary, "serve", "--listen", "127.0.0.1:0", "--cache-dir", cache] + arguments))
         let port = try p.waitForStderr(#/listening on 127\.0\.0\.1:(\d+)/#)
-        return (p, Int(port)!)
+        return (p, Int(port)!, cache)
     }
 }
 

@@ -1,0 +1,36 @@
+import Foundation
+import Testing
+
+/// `swarmgate rewrite` writing to a disk that fills (the gateway's own full disks are in
+/// PieceCacheTests): the output is whole or not at all.
+@Suite("Full disks")
+struct FullDiskTests {
+    @Test(.enabled(if: Live.canMountSmallDisks)) func aRewriteOntoAFullDiskLeavesThePreviousOutputWholeAndNoTemporaryFile() throws {
+        let input = FileManager.default.temporaryDirectory.appendingPathComponent("sg-full-\(UUID().uuidString).m3u8").path
+        defer { try? FileManager.default.removeItem(atPath: input) }
+        // About 400 kB rewritten, onto a 64 KiB disk.
+        let long = "#EXTM3U\n#EXT-X-TARGETDURATION:4\n" + (0..<5000).map { "#EXTINF:4,\nseg\($0).ts?token=abc\n" }.joined() + "#EXT-X-ENDLIST\n"
+        try Data(long.utf8).write(to: URL(fileURLWithPath: input))
+        let disk = Live.cacheFolder()
+        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
+        // What the disk holds afterwards is listed from inside the namespace, before it goes.
+        let script = #"""
+            printf previous > "$1/out.m3u8" || exit 98
+            "$2" rewrite --base-url http://h/i.m3u8 --output "$1/out.m3u8" "$3"
+            echo "status=$?"; ls -A "$1"; cat "$1/out.m3u8"
+            """#
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+        p.arguments = Live.onSmallDisk(size: "64k", folder: disk, ["sh", "-c", script, "sh", disk, Live.binary, input])
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let seen = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let said = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0, "the disk was set up: \(said)")
+        #expect(seen == "status=1\nout.m3u8\nprevious", "exit 1, the old output whole, nothing else: \(seen)")
+        #expect(said.contains(": cannot write output: No space left on device"), "\(said)")
+    }
+}
