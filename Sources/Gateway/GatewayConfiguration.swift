@@ -41,6 +41,10 @@ public struct GatewayConfiguration: Sendable {
     public var peerDeadline: Duration?
     /// Segments after the one a player reads that are fetched from peers in the background.
     public var prefetchSegments = 3
+    /// Whether a player's request for an object whose preparation is under way waits for it
+    /// (up to the object's peer deadline, when its progress says it ends by then) rather than
+    /// going to the CDN by 302 at once.
+    public var awaitPreparation = false
     /// Messages per second one node's connection to this process's tracker may send (bursts
     /// of twice that) before it is closed. A node sends a few per segment its players fetch.
     public var nodeMessageRate = 500.0
@@ -119,6 +123,7 @@ public struct GatewayConfiguration: Sendable {
             guard let rate = Double(n), rate >= 1, rate <= 1_000_000 else { throw SettingsError("node-message-rate must be 1 to 1000000, not '\(n)'") }
             nodeMessageRate = rate
         }
+        awaitPreparation = try s.toggle("await-preparation")
         if let n = s["prefetch-segments"] {
             guard let w = Int(n), (0...32).contains(w) else { throw SettingsError("prefetch-segments must be 0 to 32, not '\(n)'") }
             prefetchSegments = w

@@ -141,9 +141,9 @@ struct LocalRegistryHost: TrackerHost {
 
     func holds(_ objectID: String) -> Bool { node.store.info(id: objectID) != nil }
 
-    func checksums(_ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool) async -> ChecksumAnswer {
+    func checksums(_ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool, readyWithin: Duration) async -> ChecksumAnswer {
         guard Self.names(ref) else { return ChecksumAnswer(state: .failed, reason: "the URL does not name the object asked about") }
-        return await node.checksums(ref, urgent: urgent, wait: waitForOrigin ? wait : .zero)
+        return await node.checksums(ref, urgent: urgent, wait: waitForOrigin ? wait : .zero, readyWithin: readyWithin)
     }
 
     func prepare(_ refs: [ObjectRef]) { node.prepareAhead(refs.filter(Self.names)) }

@@ -41,7 +41,10 @@ extension GatewayResponder {
         // origin at once. Any other waits for the origin's first answer, so that a missing
         // object is the origin's 404 here rather than a redirect to one.
         let wait = playOrder.lists(key) ? .zero : configuration.originIdleTimeout
-        switch await node.resolve(key, url: proxy.origin.string, wait: wait) {
+        // With --await-preparation, a preparation that will end within the peer deadline is
+        // waited for: the CDN then sends the object once, and the player gets it from the swarm.
+        let readyWithin = configuration.awaitPreparation ? peerDeadline(for: key) : .zero
+        switch await node.resolve(key, url: proxy.origin.string, wait: wait, readyWithin: readyWithin) {
         case .ready(let e, let c):
             (entry, checksums) = (e, c)
         case .notReady(let answer):

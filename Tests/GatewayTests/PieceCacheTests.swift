@@ -230,6 +230,27 @@ final class PieceCacheTests {
         #expect(try Live.diskBytes(cache) <= 1 << 20)
     }
 
+    /// With --await-preparation, a first request waits for the preparation it starts when its
+    /// progress says it ends within the peer deadline: the player gets the prepared copy and
+    /// the origin sends the object once. One that would not end in time is sent to the origin
+    /// as soon as its progress says so, not at the deadline.
+    @Test func awaitingPreparationAFirstRequestIsServedFromThePreparedCopy() async throws {
+        let (g, port) = try gateway(cache: Live.cacheFolder(), ["--await-preparation", "--peer-deadline", "3"])
+        defer { g.stop() }
+        let path = "/obj/awaited.ts?size=1000000"
+        let r = try await HTTP.get(proxied(port, path))
+        #expect(r.status == 200)
+        #expect(try await originStats("awaited.ts")["requests"] as? Int == 1, "only the preparation reached the origin")
+        #expect(r.body == (try await direct(path)))
+        // 2 MB at 300 kB/s ends in about 7 s, past the 3 s deadline: its first pieces say so.
+        let slow = "/obj/awaitslow.ts?size=2000000&throttle=300000"
+        let start = ContinuousClock.now
+        let redirected = try await HTTP.get(proxied(port, slow))
+        let waited = ContinuousClock.now - start
+        #expect(redirected.status == 302)
+        #expect(waited < .milliseconds(2500), "sent to the origin before the deadline: \(waited)")
+    }
+
     /// The value of an unlabelled metric in the gateway's `/metrics`.
     func metric(_ port: Int, _ name: String) async throws -> Double? {
         let text = try await HTTP.get("http://127.0.0.1:\(port)/metrics").text

@@ -194,6 +194,25 @@ final class SwarmTransferTests {
         #expect(try await Self.stat(nodes[3].1)["peers"] as? Int ?? 0 >= 1)
     }
 
+    /// With --await-preparation a first player is not sent to the origin for segments the
+    /// tracker is preparing: its node waits for them (the tracker's progress says they end
+    /// within the deadline) and takes them from the swarm, so the origin sends the VOD once.
+    @Test func awaitingPreparationTheOriginSendsAVODOnceForAFirstPlayer() async throws {
+        let (origin, originPort) = try Live.objectOrigin()
+        defer { origin.stop() }
+        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
+        defer { t.stop() }
+        let (n, port) = try node(trackerPort: trackerPort, originPort: originPort, ["--await-preparation"])
+        defer { n.stop() }
+        let segments = 6
+        let played = try await Self.play(port: port, playlist: Self.playlist("awaited", originPort: originPort, segments: segments))
+        expectCorrect(played, "awaited", segments: segments)
+        let stat = try await Self.stat(port)
+        #expect((stat["fallbacks"] as? [String: Any])?["checksums_not_ready"] as? Int == 0, "no 302: \(stat)")
+        #expect(try await Self.originBytes(originPort, "awaited") == segments * 200_000, "one copy, the tracker's")
+        #expect(stat["p2pBytes"] as? Int == segments * 200_000)
+    }
+
     @Test func aListedSegmentNotReadyIsRedirectedWithoutWaitingOnTheOrigin() async throws {
         // An origin a second away: every answer of its comes a round trip after the question.
         let far = try await farFromOrigin("far")

@@ -138,26 +138,29 @@ public final class SwarmNode: Sendable {
     /// The checksums of `key`: from this node's registry, else from the tracker's (kept here
     /// for next time), else the node's own registry prepares it. A player is waiting; not
     /// ready, the answer waits up to `wait` for the origin's first answer to the preparation
-    /// (`.zero`: it comes at once, and the player goes to the origin).
-    public func resolve(_ key: ObjectKey, url: String, wait: Duration) async -> Resolution {
+    /// (`.zero`: it comes at once, and the player goes to the origin), and then up to
+    /// `readyWithin` (from the call) for a preparation under way that its progress says will
+    /// end by then (`.zero`: not at all).
+    public func resolve(_ key: ObjectKey, url: String, wait: Duration, readyWithin: Duration = .zero) async -> Resolution {
         if let ready = registry.ready(key) { return .ready(ready.entry, ready.checksums) }
         let answer: ChecksumAnswer
         if let link {
-            answer = await trackerChecksums(ObjectRef(key: key, url: url), urgent: true, waitForOrigin: wait > .zero, link: link)
+            answer = await trackerChecksums(ObjectRef(key: key, url: url), urgent: true, waitForOrigin: wait > .zero, readyWithin: readyWithin, link: link)
             if let ready = registry.ready(key) { return .ready(ready.entry, ready.checksums) }
         } else {
-            answer = await checksums(ObjectRef(key: key, url: url), urgent: true, wait: wait)
+            answer = await checksums(ObjectRef(key: key, url: url), urgent: true, wait: wait, readyWithin: readyWithin)
+            if let ready = registry.ready(key) { return .ready(ready.entry, ready.checksums) }
         }
         return .notReady(answer)
     }
 
     /// The tracker's registry's answer for `ref`, kept in this node's registry when ready, with
     /// the holders it names kept for fetching the pieces. Concurrent requests for one object
-    /// (alike in wait) share one round trip, a player's joining a prefetch's.
-    private func trackerChecksums(_ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool, link: TrackerLink) async -> ChecksumAnswer {
+    /// (alike in waits) share one round trip, a player's joining a prefetch's.
+    private func trackerChecksums(_ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool, readyWithin: Duration = .zero, link: TrackerLink) async -> ChecksumAnswer {
         let key = ref.key
-        return await checksumFlights.run(key.id + (waitForOrigin ? "w" : "")) {
-            let (answer, peers) = await link.checksums(ref, urgent: urgent, waitForOrigin: waitForOrigin)
+        return await checksumFlights.run(key.id + (waitForOrigin ? "w" : "") + (readyWithin > .zero ? "r" : "")) {
+            let (answer, peers) = await link.checksums(ref, urgent: urgent, waitForOrigin: waitForOrigin, readyWithin: readyWithin)
             if let checksums = answer.checksums {
                 self.registry.markReady(key, checksums: checksums, etag: answer.etag, lastModified: answer.lastModified, contentType: answer.contentType)
                 self.keepPeerList(key, peers)
@@ -168,14 +171,29 @@ public final class SwarmNode: Sendable {
 
     /// This node's registry's answer for `ref`: its checksums when ready, else the object is
     /// queued and the origin's first answer (within `wait`) says whether the player can be sent
-    /// there meanwhile.
-    public func checksums(_ ref: ObjectRef, urgent: Bool, wait: Duration) async -> ChecksumAnswer {
+    /// there meanwhile. With `readyWithin`, an object whose preparation is under way (the
+    /// origin has it) and that its progress says will be ready within that time (from the
+    /// call) is waited for, and its checksums are the answer.
+    public func checksums(_ ref: ObjectRef, urgent: Bool, wait: Duration, readyWithin: Duration = .zero) async -> ChecksumAnswer {
         let key = ref.key
+        let asked = ContinuousClock.now
         if let ready = registry.ready(key) { return ChecksumAnswer(ready: ready.entry, checksums: ready.checksums) }
         prepareQueue.enqueue(key, url: ref.url, urgent: urgent)
+        let head = await prepareQueue.head(key, timeout: wait)
+        switch head {
+        case .available?, nil:
+            let left = readyWithin - (ContinuousClock.now - asked)
+            guard left > .zero else { break }
+            await prepareQueue.ended(key, within: left)
+            if let ready = registry.ready(key) { return ChecksumAnswer(ready: ready.entry, checksums: ready.checksums) }
+            // Not in time: what the origin said meanwhile decides (a 404 is the player's 404).
+            return ChecksumAnswer(head: await prepareQueue.head(key, timeout: .zero))
+        default:
+            break
+        }
         // Not ready when asked: the answer is the origin's head even if the preparation has
         // finished meanwhile (the player goes to the origin once; the next request is served).
-        return ChecksumAnswer(head: await prepareQueue.head(key, timeout: wait))
+        return ChecksumAnswer(head: head)
     }
 
     /// Queues objects for preparation ahead of players, in order: at the tracker's registry

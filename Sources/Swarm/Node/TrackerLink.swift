@@ -209,12 +209,17 @@ public final class TrackerLink: Service, Sendable {
     /// peers holding it as a want would name them; `.unavailable` when the tracker is away or
     /// does not answer in time. Not ready, the tracker waits for the origin's first answer to
     /// the preparation only if `waitForOrigin`.
-    public func checksums(_ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool) async -> (answer: ChecksumAnswer, peers: [SwarmPeer]) {
+    public func checksums(
+        _ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool, readyWithin: Duration = .zero
+    ) async -> (answer: ChecksumAnswer, peers: [SwarmPeer]) {
         var m = SwarmMessage(type: "sums")
         m.ref = ref
         m.urgent = urgent
         m.wait = waitForOrigin
-        guard let reply = await request(m, timeout: waitForOrigin ? configuration.checksumTimeout : configuration.quickChecksumTimeout) else {
+        let ms = readyWithin.components.seconds * 1000 + readyWithin.components.attoseconds / 1_000_000_000_000_000
+        if ms > 0 { m.readyWithin = Int(ms) }
+        let timeout = (waitForOrigin ? configuration.checksumTimeout : configuration.quickChecksumTimeout) + .milliseconds(max(ms, 0))
+        guard let reply = await request(m, timeout: timeout) else {
             return (ChecksumAnswer(state: .unavailable, reason: isConnected ? "the tracker did not answer in time" : "the tracker is away"), [])
         }
         return (reply.answer ?? ChecksumAnswer(state: .unavailable, reason: "the tracker sent no checksums"), reply.peers ?? [])

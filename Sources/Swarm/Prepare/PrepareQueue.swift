@@ -22,6 +22,16 @@ public final class PrepareQueue: Service, Sendable {
         var sequence: Int64 = 0
         /// When each running job's progress was last written (or the job started).
         var progressSaved: [String: ContinuousClock.Instant] = [:]
+        /// Requests waiting for a job to end, by job id and waiter number (`ended(_:within:)`).
+        var endWaiters: [String: [Int: EndWaiter]] = [:]
+        /// When each running job's body began to come, and how much it had then (a resumed
+        /// job has some): its rate so far, for whether it ends before a waiter's deadline.
+        var bodyStarted: [String: (at: ContinuousClock.Instant, bytes: Int64)] = [:]
+    }
+
+    struct EndWaiter {
+        let deadline: ContinuousClock.Instant
+        let continuation: CheckedContinuation<Void, Never>
     }
 
     /// How often a running job's progress is written: a crash costs at most this much of the
@@ -164,6 +174,45 @@ public final class PrepareQueue: Service, Sendable {
     public func head(_ key: ObjectKey, timeout: Duration) async -> OriginHead? {
         let id = key.id.prefixID
         if timeout <= .zero { return state.withLock { $0.heads[id] } }
+        return await timedWait(timeout, expire: { self.stopWaiting(id, $0) }) { waiter, deadline, c in
+            let known = state.withLock { s -> OriginHead?? in
+                if let head = s.heads[id] { return .some(head) }
+                // The timer may have fired before this wait was registered.
+                if Task.isCancelled || ContinuousClock.now >= deadline { return .some(nil) }
+                s.headWaiters[id, default: [:]][waiter] = c
+                return nil
+            }
+            if let known { c.resume(returning: known) }
+        }
+    }
+
+    /// Waits until `key`'s job ends (done, failed, stopped) or `limit` passes, whichever is
+    /// first; and not a moment longer than its progress needs to show that it cannot end in
+    /// time: once its body flows, a wait whose deadline comes before the job's projected end
+    /// (at its rate so far) ends at once. Returns at once when no job for `key` is queued or
+    /// running.
+    public func ended(_ key: ObjectKey, within limit: Duration) async {
+        let id = key.id.prefixID
+        guard limit > .zero else { return }
+        await timedWait(limit, expire: { self.stopWaitingForEnd(id, [$0]) }) { waiter, deadline, c in
+            let waiting = state.withLock { s -> Bool in
+                guard let job = s.jobs[id], job.state == .queued || job.state == .running,
+                    !Task.isCancelled, ContinuousClock.now < deadline
+                else { return false }
+                s.endWaiters[id, default: [:]][waiter] = EndWaiter(deadline: deadline, continuation: c)
+                return true
+            }
+            if !waiting { c.resume() }
+        }
+    }
+
+    /// A wait with a number of its own: `park` keeps the continuation where an event resumes
+    /// it (or resumes it at once); `expire`, given the number, ends it after `timeout` or when
+    /// the waiting task is cancelled, if nothing did before.
+    private func timedWait<T: Sendable>(
+        _ timeout: Duration, expire: @escaping @Sendable (Int) -> Void,
+        park: (Int, ContinuousClock.Instant, CheckedContinuation<T, Never>) -> Void
+    ) async -> T {
         let deadline = ContinuousClock.now + timeout
         let waiter = state.withLock { s in
             s.nextWaiter += 1
@@ -171,23 +220,33 @@ public final class PrepareQueue: Service, Sendable {
         }
         let timer = Task {
             try? await Task.sleep(for: timeout)
-            self.stopWaiting(id, waiter)
+            expire(waiter)
         }
         defer { timer.cancel() }
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<OriginHead?, Never>) in
-                let known = state.withLock { s -> OriginHead?? in
-                    if let head = s.heads[id] { return .some(head) }
-                    // The timer may have fired before this wait was registered.
-                    if Task.isCancelled || ContinuousClock.now >= deadline { return .some(nil) }
-                    s.headWaiters[id, default: [:]][waiter] = c
-                    return nil
-                }
-                if let known { c.resume(returning: known) }
-            }
+            await withCheckedContinuation { (c: CheckedContinuation<T, Never>) in park(waiter, deadline, c) }
         } onCancel: {
-            stopWaiting(id, waiter)
+            expire(waiter)
         }
+    }
+
+    /// Ends these waits for a job's end (timed out, cancelled, or too far from the end).
+    private func stopWaitingForEnd(_ id: String, _ waiters: [Int]) {
+        let ended = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            let ended = waiters.compactMap { s.endWaiters[id]?.removeValue(forKey: $0)?.continuation }
+            if s.endWaiters[id]?.isEmpty == true { s.endWaiters[id] = nil }
+            return ended
+        }
+        for c in ended { c.resume() }
+    }
+
+    /// The waits for `id`'s end whose deadline comes before the job's projected end.
+    private static func outrun(_ id: String, _ job: PrepareJob, _ s: State, now: ContinuousClock.Instant) -> [Int] {
+        guard let waiters = s.endWaiters[id], let start = s.bodyStarted[id], let length = job.length else { return [] }
+        let got = job.bytesDone - start.bytes
+        guard got > 0 else { return [] }
+        let projectedEnd = now + (now - start.at) * (Double(length - job.bytesDone) / Double(got))
+        return waiters.filter { $0.value.deadline < projectedEnd }.map(\.key)
     }
 
     /// Ends one wait for a head without an answer (timed out or cancelled).
@@ -334,10 +393,17 @@ public final class PrepareQueue: Service, Sendable {
         // A job that failed before the origin answered: its failure is the head waiters hear.
         var woken: [CheckedContinuation<OriginHead?, Never>] = []
         var failedHead: OriginHead?
-        defer { for c in woken { c.resume(returning: failedHead) } }
+        var endWaiters: [CheckedContinuation<Void, Never>] = []
+        defer {
+            for c in woken { c.resume(returning: failedHead) }
+            // After the registry heard the outcome, so that a waiter finds it there.
+            for c in endWaiters { c.resume() }
+        }
         let finished = state.withLock { s -> PrepareJob? in
             s.stopping.remove(id)
             s.progressSaved[id] = nil
+            s.bodyStarted[id] = nil
+            endWaiters = s.endWaiters.removeValue(forKey: id).map { $0.values.map(\.continuation) } ?? []
             if s.heads[id] == nil, case .failure(let f) = outcome {
                 failedHead = f.head
                 woken = Self.setHead(id, f.head, &s)
@@ -373,8 +439,10 @@ public final class PrepareQueue: Service, Sendable {
     }
 
     private func heard(_ id: String, _ head: OriginHead) {
-        let woken = state.withLock { s in
-            s.running[id] != nil && s.heads[id] == nil ? Self.setHead(id, head, &s) : []
+        let woken = state.withLock { s -> [CheckedContinuation<OriginHead?, Never>] in
+            guard s.running[id] != nil, s.heads[id] == nil else { return [] }
+            if case .available = head { s.bodyStarted[id] = (.now, s.jobs[id]?.bytesDone ?? 0) }
+            return Self.setHead(id, head, &s)
         }
         for c in woken { c.resume(returning: head) }
     }
@@ -382,18 +450,21 @@ public final class PrepareQueue: Service, Sendable {
     /// Keeps a running job's progress after each piece: in memory at once, on disk once
     /// `progressInterval` has passed since the last time.
     private func record(_ progress: PrepareJob) {
-        let job = state.withLock { s -> PrepareJob? in
-            guard s.running[progress.id] != nil, var current = s.jobs[progress.id], current.state == .running else { return nil }
+        let id = progress.id
+        let (job, outrun) = state.withLock { s -> (PrepareJob?, [Int]) in
+            guard s.running[id] != nil, var current = s.jobs[id], current.state == .running else { return (nil, []) }
             current.bytesDone = progress.bytesDone
             current.digests = progress.digests
             current.length = progress.length
             current.validator = progress.validator
-            s.jobs[progress.id] = current
+            s.jobs[id] = current
             let now = ContinuousClock.now
-            guard now - (s.progressSaved[progress.id] ?? now) >= Self.progressInterval else { return nil }
-            s.progressSaved[progress.id] = now
-            return current
+            let outrun = Self.outrun(id, current, s, now: now)
+            guard now - (s.progressSaved[id] ?? now) >= Self.progressInterval else { return (nil, outrun) }
+            s.progressSaved[id] = now
+            return (current, outrun)
         }
+        if !outrun.isEmpty { stopWaitingForEnd(id, outrun) }
         if let job { save([job]) }
     }
 

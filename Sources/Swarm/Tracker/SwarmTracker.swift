@@ -230,6 +230,8 @@ public final class SwarmTracker: Sendable {
 
     /// Read-ahead objects taken from one `prepare` message.
     static let maxRefsPerMessage = 10_000
+    /// The longest `readyWithin` a `sums` may ask for, in milliseconds (a node's longest peer deadline).
+    static let maxReadyWithin = 60_000
 
     private func answerChecksums(_ m: SwarmMessage, from peer: String, send: @escaping @Sendable (String) async throws -> Void) {
         state.withLock { s in s.sessions[peer]?.lastSeen = .now }
@@ -238,7 +240,8 @@ public final class SwarmTracker: Sendable {
             answer.rid = m.rid
             answer.object = m.ref?.key.id
             if let ref = m.ref, let host {
-                let sums = await host.checksums(ref, urgent: m.urgent ?? true, waitForOrigin: m.wait ?? true)
+                let readyWithin = Duration.milliseconds(min(max(m.readyWithin ?? 0, 0), Self.maxReadyWithin))
+                let sums = await host.checksums(ref, urgent: m.urgent ?? true, waitForOrigin: m.wait ?? true, readyWithin: readyWithin)
                 answer.answer = sums
                 // Ready: the holders come along, so the node needs no want before its first piece.
                 if sums.state == .ready { answer.peers = peers(holding: ref.key.id, for: peer) }
@@ -325,8 +328,9 @@ public protocol TrackerHost: Sendable {
     func holds(_ objectID: String) -> Bool
     /// The checksums of `ref`, preparing it first when need be (`urgent`: a player waits). Not
     /// ready, the answer waits for the origin's first answer to the preparation only if
-    /// `waitForOrigin`.
-    func checksums(_ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool) async -> ChecksumAnswer
+    /// `waitForOrigin`, and then for up to `readyWithin` (from the call) when the preparation
+    /// is under way and its progress says it will end by then.
+    func checksums(_ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool, readyWithin: Duration) async -> ChecksumAnswer
     /// Queues objects for preparation ahead of players, in order.
     func prepare(_ refs: [ObjectRef])
     /// The checksums of `ref` if they are ready now (never prepares, never waits).

@@ -30,6 +30,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-object-size"), help: "Largest media object fetched from an origin, e.g. 4GiB.") var maxObjectSize: String?
     @Option(name: .customLong("origin-idle-timeout"), help: "Seconds an origin may send nothing before the request fails (504).") var originIdleTimeout: String?
     @Flag(help: "Also serve samples/ as a local origin and print a URL a player can open.") var demo = false
+    @Flag(name: .customLong("await-preparation"), help: "Wait for a preparation under way that will end within the peer deadline, instead of a 302 to the CDN.") var awaitPreparation = false
 
     /// The flags given, by setting name.
     var givenFlags: [String: String] {
@@ -55,6 +56,7 @@ struct ServeCommand: AsyncParsableCommand {
         f["max-object-size"] = maxObjectSize
         f["origin-idle-timeout"] = originIdleTimeout
         if demo { f["demo"] = "true" }
+        if awaitPreparation { f["await-preparation"] = "true" }
         return f
     }
 
