@@ -44,6 +44,7 @@ extension GatewayResponder {
         // With --await-preparation, a preparation that will end within the peer deadline is
         // waited for: the CDN then sends the object once, and the player gets it from the swarm.
         let readyWithin = configuration.awaitPreparation ? peerDeadline(for: key) : .zero
+        let asked = ContinuousClock.now
         switch await node.resolve(key, url: proxy.origin.string, wait: wait, readyWithin: readyWithin) {
         case .ready(let e, let c):
             (entry, checksums) = (e, c)
@@ -78,8 +79,10 @@ extension GatewayResponder {
         let url = proxy.origin.string
         let xresid = proxy.xresid.value
         // Missing pieces after the first start now, from several peers (or origin ranges) at
-        // once, so that neither the first piece nor one slow source holds up the rest.
-        let deadline = peerDeadline(for: key)
+        // once, so that neither the first piece nor one slow source holds up the rest. A wait
+        // for the preparation came out of the same budget (a quarter of it is always left).
+        let budget = peerDeadline(for: key)
+        let deadline = max(budget - (ContinuousClock.now - asked), budget / 4)
         let firstIndex = layout.index(at: first)
         let lastIndex = layout.index(at: first + count - 1)
         var started: [Int: Task<(ByteBuffer, TrafficStats.Source), any Error>] = [:]

@@ -127,10 +127,10 @@ final class SwarmTransferTests {
         }
     }
 
-    func farFromOrigin(_ name: String) async throws -> FarFromOrigin {
+    func farFromOrigin(_ name: String, nodeFlags: [String] = []) async throws -> FarFromOrigin {
         let (origin, originPort) = try Live.objectOrigin(rttMilliseconds: 1000)
         let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
-        let (n, port) = try node(trackerPort: trackerPort, originPort: originPort)
+        let (n, port) = try node(trackerPort: trackerPort, originPort: originPort, nodeFlags)
         let list: HTTPResult
         do {
             list = try await HTTP.get("http://127.0.0.1:\(port)\(Self.playlist(name, originPort: originPort, segments: 3))")
@@ -211,6 +211,20 @@ final class SwarmTransferTests {
         #expect((stat["fallbacks"] as? [String: Any])?["checksums_not_ready"] as? Int == 0, "no 302: \(stat)")
         #expect(try await Self.originBytes(originPort, "awaited") == segments * 200_000, "one copy, the tracker's")
         #expect(stat["p2pBytes"] as? Int == segments * 200_000)
+    }
+
+    /// With --await-preparation, an origin that has not begun to send a segment by half its
+    /// peer deadline (1 s for these 4 s segments) is not waited for any longer: the player is
+    /// sent there, as it would have been at once without the flag.
+    @Test func awaitingPreparationGivesUpAtHalfTheDeadlineOnAnOriginThatHasNotAnswered() async throws {
+        let far = try await farFromOrigin("farwait", nodeFlags: ["--await-preparation"])
+        defer { far.stop() }
+        let first = try #require(Self.segmentURLs(far.list).first)
+        let start = ContinuousClock.now
+        let r = try await HTTP.get(first)
+        let waited = ContinuousClock.now - start
+        #expect(r.status == 302)
+        #expect(waited >= .milliseconds(450) && waited < .milliseconds(950), "waited half the deadline: \(waited)")
     }
 
     @Test func aListedSegmentNotReadyIsRedirectedWithoutWaitingOnTheOrigin() async throws {

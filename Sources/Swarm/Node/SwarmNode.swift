@@ -149,7 +149,7 @@ public final class SwarmNode: Sendable {
             if let ready = registry.ready(key) { return .ready(ready.entry, ready.checksums) }
         } else {
             answer = await checksums(ObjectRef(key: key, url: url), urgent: true, wait: wait, readyWithin: readyWithin)
-            if let ready = registry.ready(key) { return .ready(ready.entry, ready.checksums) }
+            if answer.state == .ready, let ready = registry.ready(key) { return .ready(ready.entry, ready.checksums) }
         }
         return .notReady(answer)
     }
@@ -186,8 +186,9 @@ public final class SwarmNode: Sendable {
             guard left > .zero else { break }
             await prepareQueue.ended(key, within: left)
             if let ready = registry.ready(key) { return ChecksumAnswer(ready: ready.entry, checksums: ready.checksums) }
-            // Not in time: what the origin said meanwhile decides (a 404 is the player's 404).
-            return ChecksumAnswer(head: await prepareQueue.head(key, timeout: .zero))
+            // Not in time. An object asked for without waiting on the origin (a playlist listed
+            // it) goes to the origin as it would have at once; another gets what the origin said.
+            return ChecksumAnswer(head: wait > .zero ? await prepareQueue.head(key, timeout: .zero) : nil)
         default:
             break
         }

@@ -31,6 +31,8 @@ public final class PrepareQueue: Service, Sendable {
 
     struct EndWaiter {
         let deadline: ContinuousClock.Instant
+        /// How long the wait was given: the job's rate is judged over at least an eighth of it.
+        let limit: Duration
         let continuation: CheckedContinuation<Void, Never>
     }
 
@@ -136,12 +138,12 @@ public final class PrepareQueue: Service, Sendable {
         if var job = s.jobs[key.id.prefixID] {
             switch job.state {
             case .queued, .running, .paused:
-                if urgent && !job.urgent && job.state == .queued {
-                    job.urgent = true
-                    s.jobs[job.id] = job
-                    return (job, true)
-                }
-                return (job, false)
+                guard urgent && !job.urgent && job.state != .paused else { return (job, false) }
+                job.urgent = true
+                s.jobs[job.id] = job
+                // A running job is only kept from being preempted (a player may be waiting for
+                // it); nothing about it needs writing.
+                return (job, job.state == .queued)
             case .done where registry.checksums(key) != nil:
                 return (job, false)
             case .failed where !urgent, .cancelled where !urgent:
@@ -186,20 +188,30 @@ public final class PrepareQueue: Service, Sendable {
         }
     }
 
-    /// Waits until `key`'s job ends (done, failed, stopped) or `limit` passes, whichever is
-    /// first; and not a moment longer than its progress needs to show that it cannot end in
-    /// time: once its body flows, a wait whose deadline comes before the job's projected end
-    /// (at its rate so far) ends at once. Returns at once when no job for `key` is queued or
-    /// running.
+    /// Waits until `key`'s job ends (done, failed, stopped for good) or `limit` passes,
+    /// whichever is first; and not a moment longer than its progress needs to show that it
+    /// cannot end in time:
+    /// - when the origin has not begun to send the body by half the limit, the wait ends then;
+    /// - once the body flows (judged over an eighth of the limit, or a quarter of the object),
+    ///   a wait whose deadline comes before the job's projected end at its rate ends at once.
+    /// Returns at once when no job for `key` is queued or running. A job sent back to the
+    /// queue (a player's job took its place) keeps its waiters.
     public func ended(_ key: ObjectKey, within limit: Duration) async {
         let id = key.id.prefixID
         guard limit > .zero else { return }
-        await timedWait(limit, expire: { self.stopWaitingForEnd(id, [$0]) }) { waiter, deadline, c in
+        let expire: @Sendable (Int) -> Void = { waiter in
+            guard self.state.withLock({ $0.bodyStarted[id] != nil }) else { return self.stopWaitingForEnd(id, [waiter]) }
+            Task {
+                try? await Task.sleep(for: limit / 2)
+                self.stopWaitingForEnd(id, [waiter])
+            }
+        }
+        await timedWait(limit / 2, expire: expire, cancel: { self.stopWaitingForEnd(id, [$0]) }) { waiter, halfway, c in
             let waiting = state.withLock { s -> Bool in
                 guard let job = s.jobs[id], job.state == .queued || job.state == .running,
-                    !Task.isCancelled, ContinuousClock.now < deadline
+                    !Task.isCancelled, ContinuousClock.now < halfway
                 else { return false }
-                s.endWaiters[id, default: [:]][waiter] = EndWaiter(deadline: deadline, continuation: c)
+                s.endWaiters[id, default: [:]][waiter] = EndWaiter(deadline: halfway + limit / 2, limit: limit, continuation: c)
                 return true
             }
             if !waiting { c.resume() }
@@ -207,10 +219,11 @@ public final class PrepareQueue: Service, Sendable {
     }
 
     /// A wait with a number of its own: `park` keeps the continuation where an event resumes
-    /// it (or resumes it at once); `expire`, given the number, ends it after `timeout` or when
-    /// the waiting task is cancelled, if nothing did before.
+    /// it (or resumes it at once); `expire`, given the number, ends it after `timeout` (or
+    /// decides what happens then), and `cancel` when the waiting task is cancelled, if nothing
+    /// ended it before.
     private func timedWait<T: Sendable>(
-        _ timeout: Duration, expire: @escaping @Sendable (Int) -> Void,
+        _ timeout: Duration, expire: @escaping @Sendable (Int) -> Void, cancel: (@Sendable (Int) -> Void)? = nil,
         park: (Int, ContinuousClock.Instant, CheckedContinuation<T, Never>) -> Void
     ) async -> T {
         let deadline = ContinuousClock.now + timeout
@@ -226,7 +239,7 @@ public final class PrepareQueue: Service, Sendable {
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (c: CheckedContinuation<T, Never>) in park(waiter, deadline, c) }
         } onCancel: {
-            expire(waiter)
+            (cancel ?? expire)(waiter)
         }
     }
 
@@ -245,8 +258,12 @@ public final class PrepareQueue: Service, Sendable {
         guard let waiters = s.endWaiters[id], let start = s.bodyStarted[id], let length = job.length else { return [] }
         let got = job.bytesDone - start.bytes
         guard got > 0 else { return [] }
-        let projectedEnd = now + (now - start.at) * (Double(length - job.bytesDone) / Double(got))
-        return waiters.filter { $0.value.deadline < projectedEnd }.map(\.key)
+        let elapsed = now - start.at
+        let projectedEnd = now + elapsed * (Double(length - job.bytesDone) / Double(got))
+        // A rate over a moment (one piece after a stall) says little: judged only once it
+        // covers an eighth of the wait, or a quarter of the object.
+        let judged = 4 * got >= length - start.bytes
+        return waiters.filter { (judged || elapsed >= $0.value.limit / 8) && $0.value.deadline < projectedEnd }.map(\.key)
     }
 
     /// Ends one wait for a head without an answer (timed out or cancelled).
@@ -403,7 +420,10 @@ public final class PrepareQueue: Service, Sendable {
             s.stopping.remove(id)
             s.progressSaved[id] = nil
             s.bodyStarted[id] = nil
-            endWaiters = s.endWaiters.removeValue(forKey: id).map { $0.values.map(\.continuation) } ?? []
+            // A job sent back to the queue (preempted) runs again soon: its waiters stay.
+            if s.jobs[id]?.state != .queued {
+                endWaiters = s.endWaiters.removeValue(forKey: id).map { $0.values.map(\.continuation) } ?? []
+            }
             if s.heads[id] == nil, case .failure(let f) = outcome {
                 failedHead = f.head
                 woken = Self.setHead(id, f.head, &s)
@@ -440,8 +460,10 @@ public final class PrepareQueue: Service, Sendable {
 
     private func heard(_ id: String, _ head: OriginHead) {
         let woken = state.withLock { s -> [CheckedContinuation<OriginHead?, Never>] in
-            guard s.running[id] != nil, s.heads[id] == nil else { return [] }
+            guard s.running[id] != nil else { return [] }
+            // Every run's body is timed, a resumed run's too (its head may be known already).
             if case .available = head { s.bodyStarted[id] = (.now, s.jobs[id]?.bytesDone ?? 0) }
+            guard s.heads[id] == nil else { return [] }
             return Self.setHead(id, head, &s)
         }
         for c in woken { c.resume(returning: head) }

@@ -104,6 +104,7 @@ struct Preparer: Sendable {
                 }
                 job.length = length
                 job.validator = validator
+                progress(job)  // the queue learns of the restart (bytes at 0) before the head
             default:
                 onHead(.status(response.status))
                 throw Failure(head: .status(response.status))
