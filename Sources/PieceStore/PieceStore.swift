@@ -27,6 +27,10 @@ public final class PieceStore: Sendable {
         /// Bytes on disk counted against the bound (pieces held or being written).
         public var storedBytes: Int64
         var lastUse: UInt64
+        /// Which copy of the object this is: a copy made again under the same id (after an
+        /// eviction, a removal or a layout change) has a new one, so that a write begun on the
+        /// old copy neither marks nor releases anything of the new.
+        var generation: UInt64 = 0
     }
 
     struct State {
@@ -137,7 +141,7 @@ public final class PieceStore: Sendable {
             }
             s.tick += 1
             let key = ObjectKey(xresid: row["xresid"], host: row["host"], path: row["path"])
-            var info = ObjectInfo(key: key, layout: layout, bitmap: bitmap, storedBytes: 0, lastUse: s.tick)
+            var info = ObjectInfo(key: key, layout: layout, bitmap: bitmap, storedBytes: 0, lastUse: s.tick, generation: s.tick)
             info.storedBytes = Self.bytes(of: bitmap, layout)
             s.usedBytes += info.storedBytes
             s.objects[id] = info
@@ -263,36 +267,45 @@ public final class PieceStore: Sendable {
             guard fd >= 0 else { return .failed(errno: errno, evicted: evicted) }
             s.tick += 1
             var info = s.objects[id] ?? ObjectInfo(
-                key: key, layout: layout, bitmap: PieceBitmap(count: layout.count), storedBytes: 0, lastUse: s.tick)
+                key: key, layout: layout, bitmap: PieceBitmap(count: layout.count), storedBytes: 0, lastUse: s.tick, generation: s.tick)
             info.storedBytes += need
             info.lastUse = s.tick
             s.objects[id] = info
             s.usedBytes += need
-            return .opened(fd: fd, evicted: evicted)
+            return .opened(fd: fd, evicted: evicted, generation: info.generation)
         }
         // The old layout's row goes now, as an evicted object's does (the new one's follows).
         if replaced { finishEviction([id]) }
         let fd: Int32
+        let generation: UInt64
         switch reservation {
         case .held: return true
         case .noRoom: return false
         case .failed(let err, let evicted):
             finishEviction(evicted)
             throw PieceStoreError(Self.isOutOfSpace(err) ? .full : .io, "cannot open \(dataPath(id)): errno \(err)")
-        case .opened(let f, let evicted):
+        case .opened(let f, let evicted, let g):
             finishEviction(evicted)
-            fd = f
+            (fd, generation) = (f, g)
         }
         let written = Self.pwriteFully(fd, bytes, at: layout.offset(of: index))
         let err = errno
         guard written else {
-            abandon(id, fd: fd, layout: layout, piece: index, reserved: need)
+            abandon(id, generation, fd: fd, layout: layout, piece: index, reserved: need)
             close(fd)
             throw PieceStoreError(Self.isOutOfSpace(err) ? .full : .io, "cannot write piece \(index) of \(key): errno \(err)")
         }
         close(fd)
         let visible = state.withLock { s -> (first: Bool, set: Bool) in
-            guard var info = s.objects[id], info.layout == layout else { return (false, false) }
+            // The copy this write began on may be gone (its bytes went to an unlinked file).
+            guard var info = s.objects[id], info.generation == generation else { return (false, false) }
+            if info.bitmap[index] {
+                // Another writer stored the piece meanwhile: its blocks are counted once.
+                info.storedBytes -= need
+                s.usedBytes -= need
+                s.objects[id] = info
+                return (false, true)
+            }
             let first = info.bitmap.isEmpty
             info.bitmap[index] = true
             s.objects[id] = info
@@ -305,10 +318,10 @@ public final class PieceStore: Sendable {
 
     /// Undoes a write that failed: its reservation, the blocks it wrote (a full disk often
     /// takes part of a piece before it refuses the rest), and the object if it holds nothing.
-    private func abandon(_ id: String, fd: Int32, layout: PieceLayout, piece index: Int, reserved: Int64) {
+    private func abandon(_ id: String, _ generation: UInt64, fd: Int32, layout: PieceLayout, piece index: Int, reserved: Int64) {
         let emptied = state.withLock { s -> Bool in
-            guard var info = s.objects[id] else { return false }
-            if info.layout == layout && !info.bitmap[index] {
+            guard var info = s.objects[id], info.generation == generation else { return false }
+            if !info.bitmap[index] {
                 _ = swarmgate_punch_hole(fd, layout.offset(of: index), Int64(layout.size(of: index)))
             }
             info.storedBytes -= reserved
@@ -370,7 +383,7 @@ public final class PieceStore: Sendable {
     private enum Reservation {
         case held, noRoom
         case failed(errno: Int32, evicted: [String])
-        case opened(fd: Int32, evicted: [String])
+        case opened(fd: Int32, evicted: [String], generation: UInt64)
     }
 
     static func isOutOfSpace(_ err: Int32) -> Bool { err == ENOSPC || err == EDQUOT }

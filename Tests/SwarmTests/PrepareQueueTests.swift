@@ -43,6 +43,24 @@ struct PrepareQueueTests {
         #expect(registry.checksums(key(0)) == checksums)
     }
 
+    /// A request waiting for a job to end (`--await-preparation`) is let go when the job is
+    /// paused: it will not end soon. (The queue is not run here, so the job stays queued.)
+    @Test func aWaitForAJobsEndEndsWhenTheJobIsPaused() async throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let storage = try SQLiteRegistryStorage(path: folder + "/registry.sqlite")
+        let q = try queue(storage, registry: try ChecksumRegistry(storage: storage, logger: logger), keepDone: 10)
+        let job = q.enqueue(key(1), url: "http://cdn.example.com/seg-1.ts", urgent: true)
+        let waiting = Task {
+            let start = ContinuousClock.now
+            await q.ended(key(1), within: .seconds(30))
+            return ContinuousClock.now - start
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(q.pause(job.id)?.state == .paused)
+        // Without the pause only the timer would end it: at half the limit, 15 s, as no body came.
+        #expect(await waiting.value < .seconds(10))
+    }
+
     /// Checksums the tracker sends together are kept together: each one ready at once, and
     /// all of them on disk for the next start.
     @Test func objectsMadeReadyTogetherAreAllKept() throws {

@@ -243,6 +243,12 @@ public final class PrepareQueue: Service, Sendable {
         }
     }
 
+    /// Takes every wait for `id`'s end (resumed by the caller, outside the lock): the job ended,
+    /// or will not end soon (paused, cancelled).
+    private static func takeEndWaiters(_ id: String, _ s: inout State) -> [CheckedContinuation<Void, Never>] {
+        s.endWaiters.removeValue(forKey: id).map { $0.values.map(\.continuation) } ?? []
+    }
+
     /// Ends these waits for a job's end (timed out, cancelled, or too far from the end).
     private func stopWaitingForEnd(_ id: String, _ waiters: [Int]) {
         let ended = state.withLock { s -> [CheckedContinuation<Void, Never>] in
@@ -292,12 +298,13 @@ public final class PrepareQueue: Service, Sendable {
     /// Pauses a queued or running job (a running one stops after its current piece and keeps
     /// its progress). Returns the job, or nil when there is no such job.
     public func pause(_ id: String) -> PrepareJob? {
-        let (job, task) = state.withLock { s -> (PrepareJob?, Task<Void, Never>?) in
-            guard var job = s.jobs[id], job.state == .queued || job.state == .running else { return (s.jobs[id], nil) }
+        let (job, task, waiters) = state.withLock { s -> (PrepareJob?, Task<Void, Never>?, [CheckedContinuation<Void, Never>]) in
+            guard var job = s.jobs[id], job.state == .queued || job.state == .running else { return (s.jobs[id], nil, []) }
             job.state = .paused
             s.jobs[id] = job
-            return (job, Self.stop(id, &s))
+            return (job, Self.stop(id, &s), Self.takeEndWaiters(id, &s))
         }
+        for c in waiters { c.resume() }
         task?.cancel()
         if let job { save([job]) }
         wake.yield()
@@ -318,13 +325,14 @@ public final class PrepareQueue: Service, Sendable {
 
     /// Cancels a job: it stops, its progress is dropped and the object is unknown again.
     public func cancel(_ id: String) -> PrepareJob? {
-        let (job, task) = state.withLock { s -> (PrepareJob?, Task<Void, Never>?) in
-            guard var job = s.jobs[id], job.state != .done else { return (s.jobs[id], nil) }
+        let (job, task, waiters) = state.withLock { s -> (PrepareJob?, Task<Void, Never>?, [CheckedContinuation<Void, Never>]) in
+            guard var job = s.jobs[id], job.state != .done else { return (s.jobs[id], nil, []) }
             job.state = .cancelled
             job.restart()
             s.jobs[id] = job
-            return (job, Self.stop(id, &s))
+            return (job, Self.stop(id, &s), Self.takeEndWaiters(id, &s))
         }
+        for c in waiters { c.resume() }
         task?.cancel()
         if let job, job.state == .cancelled {
             save([job])
@@ -421,9 +429,7 @@ public final class PrepareQueue: Service, Sendable {
             s.progressSaved[id] = nil
             s.bodyStarted[id] = nil
             // A job sent back to the queue (preempted) runs again soon: its waiters stay.
-            if s.jobs[id]?.state != .queued {
-                endWaiters = s.endWaiters.removeValue(forKey: id).map { $0.values.map(\.continuation) } ?? []
-            }
+            if s.jobs[id]?.state != .queued { endWaiters = Self.takeEndWaiters(id, &s) }
             if s.heads[id] == nil, case .failure(let f) = outcome {
                 failedHead = f.head
                 woken = Self.setHead(id, f.head, &s)
