@@ -263,6 +263,16 @@ final class PieceCacheTests {
         try Live.diskBytes("/proc/\(g.process.processIdentifier)/root" + cache)
     }
 
+    /// Asks the gateway on `port` for each of `paths` until it is served (not 302), and checks
+    /// every body against the origin's.
+    func expectServedWhole(_ port: Int, _ paths: [String]) async throws {
+        for path in paths {
+            let r = try await Live.whenReady(proxied(port, path))
+            #expect(r.status == 200)
+            #expect(r.body == (try await direct(path)), "\(path)")
+        }
+    }
+
     /// What a gateway logs when its SQLite files could not be written.
     static let databaseFailures = ["registry write failed", "cannot save prepare jobs", "piece index: rows not written"]
 
@@ -275,11 +285,7 @@ final class PieceCacheTests {
             size: "4m", ["--allow-origin", "127.0.0.1:\(originPort)", "--piece-size", "64KiB", "--memory-cache-size", "0"])
         defer { g.stop() }
         let paths = (0..<20).map { "/obj/smalldisk-\($0).ts?size=400000" }  // 8 MB through a 4 MiB disk
-        for path in paths {
-            let r = try await Live.whenReady(proxied(port, path))
-            #expect(r.status == 200)
-            #expect(r.body == (try await direct(path)), "\(path)")
-        }
+        try await expectServedWhole(port, paths)
         #expect(g.stderr.contains("bound is more than its disk can hold"), "said at the start")
         #expect(g.stderr.contains("full before its bound; evicted the least recently used"))
         for failure in Self.databaseFailures { #expect(!g.stderr.contains(failure)) }
@@ -307,18 +313,37 @@ final class PieceCacheTests {
         let (g, port, cache) = try Live.gatewayOnSmallDisk(
             size: "1m", taken: 700, ["--allow-origin", "127.0.0.1:\(originPort)", "--piece-size", "64KiB", "--memory-cache-size", "0"])
         defer { g.stop() }
-        for i in 0..<4 {
-            let path = "/obj/otherdisk-\(i).ts?size=300000"
-            let r = try await Live.whenReady(proxied(port, path))
-            #expect(r.status == 200)
-            #expect(r.body == (try await direct(path)), "\(path)")
-        }
+        try await expectServedWhole(port, (0..<4).map { "/obj/otherdisk-\($0).ts?size=300000" })
         #expect(g.stderr.components(separatedBy: "full and the store holds nothing to evict").count == 2, "said once")
         for failure in Self.databaseFailures { #expect(!g.stderr.contains(failure)) }
         #expect(try await metric(port, "swarmgate_piece_store_disk_short_total") ?? 0 >= 4, "one piece of each object at least")
         #expect(try await metric(port, "swarmgate_piece_store_bytes") == 0)
         #expect(try dataBlocks(g, cache) == 0)
         #expect(try await HTTP.get("http://127.0.0.1:\(port)/health").status == 200)
+    }
+
+    /// A disk that something else fills to the last byte after the gateway started: its
+    /// SQLite writes fail too. Every object is still served correct, each kind of write
+    /// failure is logged once (not once per object), and when the disk has room again the
+    /// writes pass and say so.
+    @Test(.enabled(if: Live.canMountSmallDisks)) func aDiskFilledToTheLastByteLogsEachFailureOnceAndRecovers() async throws {
+        let (g, port, cache) = try Live.gatewayOnSmallDisk(
+            size: "1m", ["--allow-origin", "127.0.0.1:\(originPort)", "--piece-size", "64KiB", "--memory-cache-size", "0"])
+        defer { g.stop() }
+        // Written through the gateway's own view of its disk (`/proc/PID/root`).
+        let filler = "/proc/\(g.process.processIdentifier)/root\(cache)/filler"
+        let fd = open(filler, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        #expect(fd >= 0)
+        let chunk = [UInt8](repeating: 1, count: 4096)
+        while chunk.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) > 0 {}
+        close(fd)
+        try await expectServedWhole(port, (0..<12).map { "/obj/lastbyte-\($0).ts?size=100000" })
+        #expect(g.stderr.components(separatedBy: "registry write failed").count == 2, "logged once")
+        #expect(g.stderr.components(separatedBy: "cannot save prepare jobs").count <= 2, "logged once at most")
+        #expect(unlink(filler) == 0)
+        let r = try await Live.whenReady(proxied(port, "/obj/lastbyte-after.ts?size=100000"))
+        #expect(r.status == 200)
+        #expect(g.stderr.contains("registry write failed: written again"))
     }
 
     @Test func anETagChangeMidPreparationStartsOverInsteadOfMixingVersions() async throws {

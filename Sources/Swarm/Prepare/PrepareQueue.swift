@@ -54,6 +54,7 @@ public final class PrepareQueue: Service, Sendable {
     /// nodes waiting for it).
     private let finishedObserver = Mutex<(@Sendable (ObjectRef) -> Void)?>(nil)
     private let logger: Logger
+    private let saveFailures: RepeatedFailureLog
 
     init(
         registry: ChecksumRegistry, storage: any RegistryStorage, preparer: Preparer, pieceSize: Int, maxRunning: Int,
@@ -66,6 +67,7 @@ public final class PrepareQueue: Service, Sendable {
         self.pieceSize = pieceSize
         self.maxRunning = maxRunning
         self.logger = logger
+        saveFailures = RepeatedFailureLog("cannot save prepare jobs", logger: logger)
         var s = State()
         for var job in try storage.loadJobs() {
             if job.state == .running { job.state = .queued }  // stopped by a shutdown or a crash
@@ -498,8 +500,11 @@ public final class PrepareQueue: Service, Sendable {
 
     private func save(_ jobs: [PrepareJob]) {
         guard !jobs.isEmpty else { return }
-        do { try storage.save(jobs: jobs) } catch {
-            logger.error("cannot save prepare jobs", metadata: ["jobs": "\(jobs.count)", "first": "\(jobs[0].id)", "error": "\(error)"])
+        do {
+            try storage.save(jobs: jobs)
+            saveFailures.succeeded()
+        } catch {
+            saveFailures.failed(["jobs": "\(jobs.count)", "first": "\(jobs[0].id)", "error": "\(error)"])
         }
     }
 }

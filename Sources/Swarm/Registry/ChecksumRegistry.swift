@@ -10,10 +10,12 @@ public final class ChecksumRegistry: Sendable {
     private let storage: any RegistryStorage
     private let entries: Mutex<[String: RegistryEntry]>
     private let logger: Logger
+    private let writeFailures: RepeatedFailureLog
 
     public init(storage: any RegistryStorage, logger: Logger) throws(RegistryError) {
         self.storage = storage
         self.logger = logger
+        writeFailures = RepeatedFailureLog("registry write failed", logger: logger)
         var byID: [String: RegistryEntry] = [:]
         for e in try storage.loadEntries() { byID[e.key.id] = e }
         entries = Mutex(byID)
@@ -51,8 +53,11 @@ public final class ChecksumRegistry: Sendable {
                 return e
             }
         }
-        do { try storage.save(updated) } catch {
-            logger.error("registry write failed", metadata: ["objects": "\(keys.count)", "first": "\(keys[0])", "error": "\(error)"])
+        do {
+            try storage.save(updated)
+            writeFailures.succeeded()
+        } catch {
+            writeFailures.failed(["objects": "\(keys.count)", "first": "\(keys[0])", "error": "\(error)"])
         }
     }
 
