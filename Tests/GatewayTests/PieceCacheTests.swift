@@ -1,4 +1,5 @@
 import Foundation
+import Swarm
 import Testing
 
 /// The piece cache, the checksum registry and prepare jobs through a real gateway process, in
@@ -344,6 +345,16 @@ final class PieceCacheTests {
         let r = try await Live.whenReady(proxied(port, "/obj/lastbyte-after.ts?size=100000"))
         #expect(r.status == 200)
         #expect(g.stderr.contains("registry write failed: written again"))
+        // The entries whose writes failed went with the first write that passed. (Read from a
+        // copy: SQLite resolves /proc/PID/root as a symlink, to this process's own root.)
+        let root = "/proc/\(g.process.processIdentifier)/root\(cache)"
+        let copy = Live.cacheFolder()
+        try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
+        for file in ["registry.sqlite", "registry.sqlite-wal"] {
+            try Data(contentsOf: URL(fileURLWithPath: root + "/" + file)).write(to: URL(fileURLWithPath: copy + "/" + file))
+        }
+        let kept = try SQLiteRegistryStorage(path: copy + "/registry.sqlite").loadEntries()
+        #expect(kept.filter { $0.state == .ready && $0.key.path.hasPrefix("/obj/lastbyte-") }.count == 13, "\(kept.map { "\($0.key.path) \($0.state)" })")
     }
 
     @Test func anETagChangeMidPreparationStartsOverInsteadOfMixingVersions() async throws {

@@ -5,10 +5,13 @@ import Synchronization
 
 /// Per media object, whether its checksums are ready and what they are (SPEC section 3). The
 /// registry computes them itself from the CDN copy (see `Preparer`), never takes them from a
-/// peer. Reads come from memory; every change is written through to the storage.
+/// peer. Reads come from memory; every change is written through to the storage. Entries
+/// whose write failed (a full disk) go again with the next write, until one passes.
 public final class ChecksumRegistry: Sendable {
     private let storage: any RegistryStorage
     private let entries: Mutex<[String: RegistryEntry]>
+    /// Ids of entries changed in memory whose write failed.
+    private let unsaved = Mutex<Set<String>>([])
     private let logger: Logger
     private let writeFailures: RepeatedFailureLog
 
@@ -44,19 +47,27 @@ public final class ChecksumRegistry: Sendable {
     private func update(_ keys: [ObjectKey], _ change: (Int, inout RegistryEntry) -> Void) {
         guard !keys.isEmpty else { return }
         let now = Date()
+        let backlog = unsaved.withLock { u in
+            defer { u = [] }
+            return u
+        }
         let updated = entries.withLock { all -> [RegistryEntry] in
-            keys.enumerated().map { i, key in
+            let changed = keys.enumerated().map { i, key in
                 var e = all[key.id] ?? RegistryEntry(key: key)
                 change(i, &e)
                 e.updated = now
                 all[key.id] = e
                 return e
             }
+            // Earlier changes whose write failed, as they are now.
+            let ids = Set(keys.map(\.id))
+            return changed + backlog.subtracting(ids).compactMap { all[$0] }
         }
         do {
             try storage.save(updated)
             writeFailures.succeeded()
         } catch {
+            unsaved.withLock { $0.formUnion(updated.map(\.key.id)) }
             writeFailures.failed(["objects": "\(keys.count)", "first": "\(keys[0])", "error": "\(error)"])
         }
     }
