@@ -149,7 +149,7 @@ struct LocalRegistryHost: TrackerHost {
     func prepare(_ refs: [ObjectRef]) { node.prepareAhead(refs.filter(Self.names)) }
 
     func readyAnswer(_ ref: ObjectRef) -> ChecksumAnswer? {
-        node.registry.ready(ref.key).map { ChecksumAnswer(ready: $0.entry, checksums: $0.checksums) }
+        node.registry.readyAnswer(ref.key)
     }
 
     /// Whether `ref.url` is the origin URL of the object `ref` keys: a node cannot have the

@@ -37,8 +37,6 @@ public final class PieceStore: Sendable {
         var objects: [String: ObjectInfo] = [:]
         var usedBytes: Int64 = 0
         var tick: UInt64 = 0
-        /// Whether the last piece met a full disk with nothing to evict.
-        var diskFull = false
     }
 
     public let directory: String
@@ -49,7 +47,10 @@ public final class PieceStore: Sendable {
     private let onCorruptPiece: @Sendable () -> Void
     private let observer = Mutex<(@Sendable (Change) -> Void)?>(nil)
     private let unwritten = Mutex(UnwrittenRows())
+    private let indexFailures: RepeatedFailureLog
     private let shortages = Atomic<Int>(0)
+    /// Whether the last piece met a full disk with nothing to evict.
+    private let diskFull = Atomic<Bool>(false)
 
     /// How many times a piece found the disk short of room before the bound (evicting for it,
     /// or not kept): for `/metrics`.
@@ -62,8 +63,6 @@ public final class PieceStore: Sendable {
     struct UnwrittenRows {
         var ids: Set<String> = []
         var writeScheduled = false
-        /// Whether the last write behind failed (logged once, until one succeeds).
-        var failing = false
     }
 
     /// What the store now holds differently: an object's first piece kept, or objects gone
@@ -87,6 +86,7 @@ public final class PieceStore: Sendable {
         self.capacity = capacity
         self.logger = logger
         self.onCorruptPiece = onCorruptPiece
+        indexFailures = RepeatedFailureLog("piece index: rows not written", logger: logger)
         do {
             try FileManager.default.createDirectory(atPath: directory + "/objects", withIntermediateDirectories: true)
         } catch {
@@ -111,14 +111,9 @@ public final class PieceStore: Sendable {
         }
         state = Mutex(State())
         try load()
-        var disk = statvfs()
-        if statvfs(directory, &disk) == 0 {
-            let size = Int64(disk.f_blocks) * Int64(disk.f_frsize)
-            let room = Int64(disk.f_bavail) * Int64(disk.f_frsize) + usedBytes - Self.diskReserve(diskBytes: size)
-            if room < capacity {
-                logger.warning("the piece store's bound is more than its disk can hold: it will evict when the disk fills",
-                               metadata: ["directory": "\(directory)", "bound": "\(capacity)", "room": "\(room)"])
-            }
+        if let disk = diskSpace(), disk.free - disk.reserve + usedBytes < capacity {
+            logger.warning("the piece store's bound is more than its disk can hold: it will evict when the disk fills",
+                           metadata: ["directory": "\(directory)", "bound": "\(capacity)", "room": "\(disk.free - disk.reserve + usedBytes)"])
         }
     }
 
@@ -229,8 +224,8 @@ public final class PieceStore: Sendable {
     public func store(_ key: ObjectKey, layout: PieceLayout, piece index: Int, bytes: UnsafeRawBufferPointer) throws(PieceStoreError) -> Bool {
         precondition(bytes.count == layout.size(of: index))
         let need = Self.diskBytes(bytes.count)
-        if let short = diskShortfall(need), short > 0, !has(key, piece: index) {
-            let evicted = makeRoomOnDisk(short, sparing: key.id)
+        if let disk = diskSpace(), disk.free - need < disk.reserve, !has(key, piece: index) {
+            let evicted = makeRoomOnDisk(disk.reserve - (disk.free - need), sparing: key.id)
             noteDiskFull(true, evicted: evicted)
             guard evicted > 0 else {
                 throw PieceStoreError(.full, "no room for piece \(index) of \(key): the disk under \(directory) is down to its reserve")
@@ -392,33 +387,19 @@ public final class PieceStore: Sendable {
     /// write-ahead logs grow between checkpoints): a quarter of the disk, at most 64 MiB.
     static func diskReserve(diskBytes: Int64) -> Int64 { min(64 << 20, diskBytes / 4) }
 
-    /// How many bytes are missing for `need` more to leave the reserve free on the disk (zero
-    /// or less: none); nil when the disk cannot be asked.
-    private func diskShortfall(_ need: Int64) -> Int64? {
+    /// The bytes free on the store's disk and the reserve kept there; nil when the disk cannot
+    /// be asked.
+    private func diskSpace() -> (free: Int64, reserve: Int64)? {
         var disk = statvfs()
         guard statvfs(directory, &disk) == 0 else { return nil }
-        let free = Int64(disk.f_bavail) * Int64(disk.f_frsize)
-        return Self.diskReserve(diskBytes: Int64(disk.f_blocks) * Int64(disk.f_frsize)) - (free - need)
+        return (Int64(disk.f_bavail) * Int64(disk.f_frsize), Self.diskReserve(diskBytes: Int64(disk.f_blocks) * Int64(disk.f_frsize)))
     }
 
     /// Evicts least recently used objects (never `sparing`) until `amount` bytes and a
     /// sixteenth of what the store holds are freed: the disk is short before the bound, and
     /// the slack keeps the next pieces from meeting it at once. Returns how many went.
     private func makeRoomOnDisk(_ amount: Int64, sparing: String) -> Int {
-        let evicted = state.withLock { s -> [String] in
-            let target = amount + s.usedBytes / 16
-            var freed: Int64 = 0
-            var ids: [String] = []
-            for (id, info) in s.objects.sorted(by: { $0.value.lastUse < $1.value.lastUse }) where id != sparing && info.storedBytes > 0 {
-                guard freed < target else { break }
-                freed += info.storedBytes
-                s.usedBytes -= info.storedBytes
-                s.objects[id] = nil
-                unlink(dataPath(id))
-                ids.append(id)
-            }
-            return ids
-        }
+        let evicted = state.withLock { s in evictLeastRecentlyUsed(&s, freeing: amount + s.usedBytes / 16, sparing: sparing) }
         finishEviction(evicted)
         return evicted.count
     }
@@ -426,11 +407,10 @@ public final class PieceStore: Sendable {
     /// Logs the disk under the store filling (each time objects are evicted for it, or once
     /// while nothing is left to evict) and having room again.
     private func noteDiskFull(_ full: Bool, evicted: Int) {
+        // Every stored piece comes here: on a disk with room, one atomic load.
+        guard full || diskFull.load(ordering: .relaxed) else { return }
         if full { shortages.add(1, ordering: .relaxed) }
-        let was = state.withLock { s in
-            defer { s.diskFull = full && evicted == 0 }
-            return s.diskFull
-        }
+        let was = diskFull.exchange(full && evicted == 0, ordering: .relaxed)
         if full && evicted > 0 {
             logger.warning("the disk under the piece store is full before its bound; evicted the least recently used to make room",
                            metadata: ["objects": "\(evicted)", "directory": "\(directory)"])
@@ -442,23 +422,30 @@ public final class PieceStore: Sendable {
         }
     }
 
-    /// Evicts least recently used objects (never `sparing`) until `need` more bytes fit,
-    /// unlinking their files. Returns the evicted ids (their rows go in `finishEviction`), or nil when even
+    /// Evicts least recently used objects (never `sparing`) until `need` more bytes fit under
+    /// the bound. Returns the evicted ids (their rows go in `finishEviction`), or nil when even
     /// evicting all others would not make room.
     private func evict(_ s: inout State, toFit need: Int64, sparing: String?) -> [String]? {
         let spared = sparing.flatMap { s.objects[$0]?.storedBytes } ?? 0
         guard need + spared <= capacity else { return nil }
-        var evicted: [String] = []
-        while s.usedBytes + need > capacity {
-            guard let victim = s.objects.filter({ $0.key != sparing }).min(by: { $0.value.lastUse < $1.value.lastUse }) else {
-                return nil
-            }
-            s.usedBytes -= victim.value.storedBytes
-            s.objects[victim.key] = nil
-            unlink(dataPath(victim.key))
-            evicted.append(victim.key)
+        return evictLeastRecentlyUsed(&s, freeing: s.usedBytes + need - capacity, sparing: sparing)
+    }
+
+    /// Evicts least recently used objects holding bytes (never `sparing`) until `amount` bytes
+    /// are freed or none is left, unlinking their files. Returns their ids.
+    private func evictLeastRecentlyUsed(_ s: inout State, freeing amount: Int64, sparing: String?) -> [String] {
+        guard amount > 0 else { return [] }
+        var freed: Int64 = 0
+        var ids: [String] = []
+        for (id, info) in s.objects.sorted(by: { $0.value.lastUse < $1.value.lastUse }) where id != sparing && info.storedBytes > 0 {
+            guard freed < amount else { break }
+            freed += info.storedBytes
+            s.usedBytes -= info.storedBytes
+            s.objects[id] = nil
+            unlink(dataPath(id))
+            ids.append(id)
         }
-        return evicted
+        return ids
     }
 
     /// Deletes the index rows of objects whose files went under the lock.
@@ -508,25 +495,18 @@ public final class PieceStore: Sendable {
             while true {
                 try? await Task.sleep(for: delay)
                 unwritten.withLock { $0.writeScheduled = false }
-                let failure: PieceStoreError?
                 do throws(PieceStoreError) {
                     try flush()
-                    failure = nil
+                    indexFailures.succeeded()
+                    return
                 } catch {
-                    failure = error
+                    indexFailures.failed(["error": "\(error)"])
                 }
-                let (was, retry) = unwritten.withLock { u in
-                    defer { u.failing = failure != nil }
-                    // Failed rows are back in `ids`; unless a change scheduled a write since,
-                    // this task tries again.
-                    let retry = failure != nil && !u.writeScheduled
-                    if retry { u.writeScheduled = true }
-                    return (u.failing, retry)
-                }
-                if let failure, !was {
-                    logger.error("piece index: rows not written; trying again every second until they are", metadata: ["error": "\(failure)"])
-                } else if failure == nil && was {
-                    logger.notice("piece index: rows written again")
+                // Failed rows are back in `ids`; unless a change scheduled a write since, this
+                // task tries again.
+                let retry = unwritten.withLock { u in
+                    defer { u.writeScheduled = true }
+                    return !u.writeScheduled
                 }
                 guard retry else { return }
                 delay = Self.indexRetryDelay

@@ -177,7 +177,7 @@ public final class SwarmNode: Sendable {
     public func checksums(_ ref: ObjectRef, urgent: Bool, wait: Duration, readyWithin: Duration = .zero) async -> ChecksumAnswer {
         let key = ref.key
         let asked = ContinuousClock.now
-        if let ready = registry.ready(key) { return ChecksumAnswer(ready: ready.entry, checksums: ready.checksums) }
+        if let ready = registry.readyAnswer(key) { return ready }
         prepareQueue.enqueue(key, url: ref.url, urgent: urgent)
         let head = await prepareQueue.head(key, timeout: wait)
         switch head {
@@ -185,7 +185,7 @@ public final class SwarmNode: Sendable {
             let left = readyWithin - (ContinuousClock.now - asked)
             guard left > .zero else { break }
             await prepareQueue.ended(key, within: left)
-            if let ready = registry.ready(key) { return ChecksumAnswer(ready: ready.entry, checksums: ready.checksums) }
+            if let ready = registry.readyAnswer(key) { return ready }
             // Not in time. An object asked for without waiting on the origin (a playlist listed
             // it) goes to the origin as it would have at once; another gets what the origin said.
             return ChecksumAnswer(head: wait > .zero ? await prepareQueue.head(key, timeout: .zero) : nil)

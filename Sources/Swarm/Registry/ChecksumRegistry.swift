@@ -34,8 +34,11 @@ public final class ChecksumRegistry: Sendable {
     }
 
     /// The checksums of `key`, when it is ready.
-    public func checksums(_ key: ObjectKey) -> PieceChecksums? {
-        entries.withLock { e in e[key.id].flatMap { $0.state == .ready ? $0.checksums : nil } }
+    public func checksums(_ key: ObjectKey) -> PieceChecksums? { ready(key)?.checksums }
+
+    /// The answer a ready `key` gets (to a node's `sums`, or a player's request here).
+    public func readyAnswer(_ key: ObjectKey) -> ChecksumAnswer? {
+        ready(key).map { ChecksumAnswer(ready: $0.entry, checksums: $0.checksums) }
     }
 
     /// Records a change to `key`'s entry and writes it through.

@@ -3,8 +3,9 @@ import Synchronization
 
 /// Logs a failure that tends to repeat (a full disk under an SQLite file) without a line per
 /// attempt: the first failure at once, then at most one line a minute saying how many more
-/// there were, and a notice at the first success after them.
-final class RepeatedFailureLog: Sendable {
+/// there were, and a notice at the first success after them. Used for the piece index here and
+/// for the registry's and the prepare jobs' writes.
+public final class RepeatedFailureLog: Sendable {
     private struct State {
         var failing = false
         var unlogged = 0
@@ -17,12 +18,12 @@ final class RepeatedFailureLog: Sendable {
     /// The shortest time between two lines of a failure that goes on.
     static let interval: Duration = .seconds(60)
 
-    init(_ message: Logger.Message, logger: Logger) {
+    public init(_ message: Logger.Message, logger: Logger) {
         self.message = message
         self.logger = logger
     }
 
-    func failed(_ metadata: Logger.Metadata) {
+    public func failed(_ metadata: Logger.Metadata) {
         let now = ContinuousClock.now
         let unlogged = state.withLock { s -> Int? in
             s.failing = true
@@ -39,7 +40,7 @@ final class RepeatedFailureLog: Sendable {
         logger.error(message, metadata: meta)
     }
 
-    func succeeded() {
+    public func succeeded() {
         let recovered = state.withLock { s -> Bool in
             guard s.failing else { return false }
             s = State()
