@@ -106,22 +106,24 @@ let package = Package(
             swiftSettings: strictSwift
         ),
 
-        .testTarget(name: "ManifestTests", dependencies: ["Manifest"], swiftSettings: strictSwift),
-        .testTarget(name: "OriginTests", dependencies: ["Origin"], swiftSettings: strictSwift),
+        // Where every test keeps its files, removed when the test process exits.
+        .target(name: "TestScratch", path: "Tests/TestScratch", swiftSettings: strictSwift),
+        .testTarget(name: "ManifestTests", dependencies: ["Manifest", "TestScratch"], swiftSettings: strictSwift),
+        .testTarget(name: "OriginTests", dependencies: ["Origin", "TestScratch"], swiftSettings: strictSwift),
         .testTarget(
-            name: "PieceStoreTests", dependencies: ["PieceStore", .product(name: "GRDB", package: "GRDB.swift")],
+            name: "PieceStoreTests", dependencies: ["PieceStore", "TestScratch", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strictSwift),
-        .testTarget(name: "SwarmTests", dependencies: ["Swarm", "PieceStore"], swiftSettings: strictSwift),
-        .testTarget(name: "CLITests", dependencies: ["swarmgate"], swiftSettings: strictSwift),
+        .testTarget(name: "SwarmTests", dependencies: ["Swarm", "PieceStore", "TestScratch"], swiftSettings: strictSwift),
+        .testTarget(name: "CLITests", dependencies: ["swarmgate", "TestScratch"], swiftSettings: strictSwift),
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "Gateway", "swarmgate", "Swarm", "PieceStore",
+                "Gateway", "swarmgate", "Swarm", "PieceStore", "TestScratch",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
             ],
             swiftSettings: strictSwift),
         // DASH rewriting; depends on the executable too so that `swarmgate rewrite` is built for its CLI test.
-        .testTarget(name: "DASHTests", dependencies: ["Manifest", "swarmgate"], swiftSettings: strictSwift),
+        .testTarget(name: "DASHTests", dependencies: ["Manifest", "swarmgate", "TestScratch"], swiftSettings: strictSwift),
     ]
 )
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestScratch
 
 /// `swarmgate rewrite` as SPEC section 4 describes it, through the real binary.
 @Suite("swarmgate rewrite")
@@ -17,7 +18,7 @@ struct RewriteCommandTests {
     static let importing = "#EXTM3U\n#EXT-X-DEFINE:IMPORT=\"cdn\"\n#EXT-X-TARGETDURATION:4\n#EXTINF:4,\n{$cdn}/s.ts\n"
 
     func folder(_ files: [String: String]) throws -> URL {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("sg-cli-\(UUID().uuidString)")
+        let root = Scratch.url("sg-cli")
         for (path, text) in files {
             let url = root.appendingPathComponent(path)
             try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)

@@ -1,4 +1,5 @@
 import Foundation
+import TestScratch
 
 /// Runs the built `swarmgate` binary, as a user's script would.
 enum SwarmgateProcess {
@@ -20,7 +21,7 @@ enum SwarmgateProcess {
         p.executableURL = binary
         p.arguments = arguments
         if let folder { p.currentDirectoryURL = folder }
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("sg-\(UUID().uuidString)")
+        let scratch = Scratch.url("sg")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
         let outURL = scratch.appendingPathComponent("out"), errURL = scratch.appendingPathComponent("err")

@@ -1,12 +1,13 @@
 import Foundation
 import Testing
+import TestScratch
 
 /// `swarmgate rewrite` writing to a disk that fills (the gateway's own full disks are in
 /// PieceCacheTests): the output is whole or not at all.
 @Suite("Full disks")
 struct FullDiskTests {
     @Test(.enabled(if: Live.canMountSmallDisks)) func aRewriteOntoAFullDiskLeavesThePreviousOutputWholeAndNoTemporaryFile() throws {
-        let input = FileManager.default.temporaryDirectory.appendingPathComponent("sg-full-\(UUID().uuidString).m3u8").path
+        let input = Scratch.path("sg-full", suffix: ".m3u8")
         defer { try? FileManager.default.removeItem(atPath: input) }
         // About 400 kB rewritten, onto a 64 KiB disk.
         let long = "#EXTM3U\n#EXT-X-TARGETDURATION:4\n" + (0..<5000).map { "#EXTINF:4,\nseg\($0).ts?token=abc\n" }.joined() + "#EXT-X-ENDLIST\n"

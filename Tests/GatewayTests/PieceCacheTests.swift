@@ -415,7 +415,10 @@ final class PieceCacheTests {
     }
 
     @Test func aTwoGiBSparseFileIsServedByRangesWithBoundedMemory() async throws {
-        let (g, port) = try gateway(["--piece-size", "1MiB"])
+        // A cache far smaller than the object: preparing it evicts as it goes, so the disk
+        // holds at most the bound and not 2 GiB.
+        let cache = Live.cacheFolder()
+        let (g, port) = try gateway(cache: cache, ["--piece-size", "1MiB", "--cache-size", "256MiB"])
         defer { g.stop() }
         let size: Int64 = 2 << 30
         let path = "/obj/big.bin?size=\(size)"
@@ -432,6 +435,8 @@ final class PieceCacheTests {
         }
         let rss = try Live.peakRSS(g)
         #expect(rss < 300 << 20, "peak RSS \(rss >> 20) MiB while preparing and serving 2 GiB")
+        let held = try Live.diskBytes(cache)
+        #expect(held <= 256 << 20, "the cache holds \(held >> 20) MiB on disk")
     }
 
     @Test func playlistsAndKeysAreNeverRedirectedNorCached() async throws {

@@ -6,6 +6,7 @@ import PieceStore
 import Swarm
 import Synchronization
 import Testing
+import TestScratch
 
 /// The tracker (`swarmgate tracker`) and nodes logging in to it, as real processes; the
 /// tracker's side is also driven over a real WebSocket by the test, as a node would.
@@ -15,7 +16,7 @@ final class SwarmSignallingTests {
     static let secret = "test-secret-42"
 
     init() throws {
-        secretFile = FileManager.default.temporaryDirectory.appendingPathComponent("secret-\(UUID().uuidString)").path
+        secretFile = Scratch.path("secret")
         try Data((Self.secret + "\n").utf8).write(to: URL(fileURLWithPath: secretFile))
     }
 

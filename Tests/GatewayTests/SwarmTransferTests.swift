@@ -3,6 +3,7 @@ import Foundation
 import PieceStore
 import Swarm
 import Testing
+import TestScratch
 
 /// Pieces moving between real processes on loopback: one tracker (registry and first seed),
 /// several gateway nodes, a byte-counting origin (Tests/python/object_origin.py) and players
@@ -13,7 +14,7 @@ final class SwarmTransferTests {
     static let secret = "transfer-secret-7"
 
     init() throws {
-        secretFile = FileManager.default.temporaryDirectory.appendingPathComponent("secret-\(UUID().uuidString)").path
+        secretFile = Scratch.path("secret")
         try Data((Self.secret + "\n").utf8).write(to: URL(fileURLWithPath: secretFile))
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Origin
 import Testing
+import TestScratch
 
 /// TLS verification and HTTP/2 against a real nginx (Debian's) with a certificate made here by
 /// openssl for 127.0.0.1; nginx's access log says which protocol each request used.
@@ -58,7 +59,7 @@ final class TLSOrigin: @unchecked Sendable {
         FileManager.default.isExecutableFile(atPath: nginx) && FileManager.default.isExecutableFile(atPath: openssl)
     }
 
-    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tls-\(UUID().uuidString)").path
+    let folder = Scratch.path("tls")
     let port: Int
     let object = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
     var certificate: String { folder + "/cert.pem" }
@@ -68,7 +69,7 @@ final class TLSOrigin: @unchecked Sendable {
 
     init() throws {
         try FileManager.default.createDirectory(atPath: folder + "/www", withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: folder + "/www/object.bin", contents: Data(object))
+        try Data(object).write(to: URL(fileURLWithPath: folder + "/www/object.bin"))
         for (name, key) in [("cert", "key"), ("other", "otherkey")] {
             try Self.run(Self.openssl, [
                 "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
@@ -85,7 +86,7 @@ final class TLSOrigin: @unchecked Sendable {
               server { listen 127.0.0.1:\(port) ssl http2; root \(folder)/www;
                 ssl_certificate \(folder)/cert.pem; ssl_certificate_key \(folder)/key.pem; } }
             """
-        FileManager.default.createFile(atPath: folder + "/nginx.conf", contents: Data(conf.utf8))
+        try Data(conf.utf8).write(to: URL(fileURLWithPath: folder + "/nginx.conf"))
         process.executableURL = URL(fileURLWithPath: Self.nginx)
         process.arguments = ["-c", folder + "/nginx.conf", "-p", folder]
         process.standardError = FileHandle.nullDevice

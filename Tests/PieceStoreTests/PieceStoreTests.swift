@@ -4,11 +4,12 @@ import Logging
 import PieceStore
 import Synchronization
 import Testing
+import TestScratch
 
 /// The piece store on a real folder and a real SQLite index.
 @Suite("PieceStore")
 struct PieceStoreTests {
-    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ps-\(UUID().uuidString)").path
+    let folder = Scratch.path("ps")
     let logger = Logger(label: "test")
     let key = ObjectKey(xresid: "s", host: "cdn.example.com", path: "/a/seg.ts")
 

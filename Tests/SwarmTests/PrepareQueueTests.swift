@@ -2,13 +2,14 @@ import Foundation
 import Logging
 import Origin
 import PieceStore
+import TestScratch
 @testable import Swarm
 import Testing
 
 /// The prepare queue over a real SQLite registry file: what it keeps of finished jobs.
 @Suite("Prepare queue")
 struct PrepareQueueTests {
-    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pq-\(UUID().uuidString)").path
+    let folder = Scratch.path("pq")
     let logger = Logger(label: "test")
 
     func key(_ i: Int) -> ObjectKey { ObjectKey(xresid: "s", host: "cdn.example.com", path: "/seg-\(i).ts") }

@@ -1,4 +1,5 @@
 import Foundation
+import TestScratch
 
 /// What the DASH tests need from outside the package: the shared corpus, the Python checkers
 /// in Tests/python and the built `swarmgate` binary. (The corpus and Python parts follow
@@ -50,9 +51,9 @@ enum DASHTestEnvironment {
         return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
     }
 
-    /// A new empty folder under the system's temporary folder.
+    /// A new empty folder among the test run's files (`Scratch`).
     static func temporaryFolder() throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("swarmgate-dash-\(UUID().uuidString)")
+        let url = Scratch.url("swarmgate-dash")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
     }

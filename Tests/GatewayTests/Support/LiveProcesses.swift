@@ -1,4 +1,5 @@
 import Foundation
+import TestScratch
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -161,7 +162,7 @@ enum Live {
 
     /// A new, empty folder for a gateway's cache.
     static func cacheFolder() -> String {
-        FileManager.default.temporaryDirectory.appendingPathComponent("sg-cache-\(UUID().uuidString)").path
+        Scratch.path("sg-cache")
     }
 
     /// `swarmgate serve` on a free port with these extra arguments; returns it and its port.

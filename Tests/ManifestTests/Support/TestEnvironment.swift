@@ -1,4 +1,5 @@
 import Foundation
+import TestScratch
 
 /// Where the tests find what lives outside the package: the shared corpus beside the checkout,
 /// the Python interpreter with the independent checkers, and temporary folders.
@@ -50,9 +51,9 @@ enum TestEnvironment {
         return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
     }
 
-    /// A new empty folder under the system's temporary folder.
+    /// A new empty folder among the test run's files (`Scratch`).
     static func temporaryFolder() throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("swarmgate-test-\(UUID().uuidString)")
+        let url = Scratch.url("swarmgate-test")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
     }
