@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import PieceStore
 import Swarm
 import Synchronization
 import Testing
@@ -77,5 +78,45 @@ struct TrackerSessionTests {
         #expect(new.sent.withLock { $0.last?.type } == "pong")
         #expect(tracker.peerIDs == ["twice"])
         new.feed.finish()
+    }
+
+    /// A tracker host whose `prepare` stalls until `release()`: the registry's writes on a
+    /// disk that is slow for a moment, which a real disk cannot be made to show on demand.
+    final class StalledHost: TrackerHost {
+        let seedPeerID = "seed"
+        let seedURL = "http://127.0.0.1:9"
+        let gate = DispatchSemaphore(value: 0)
+        let prepared = Mutex<[ObjectRef]>([])
+
+        func holds(_ objectID: String) -> Bool { false }
+        func checksums(_ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool, readyWithin: Duration) async -> ChecksumAnswer {
+            ChecksumAnswer(state: .preparing)
+        }
+        func prepare(_ refs: [ObjectRef]) {
+            _ = gate.wait(timeout: .now() + 30)
+            prepared.withLock { $0 += refs }
+        }
+        func readyAnswer(_ ref: ObjectRef) -> ChecksumAnswer? { nil }
+        func release() { gate.signal() }
+    }
+
+    /// Queuing a playlist's objects for preparation does not hold the node's next messages:
+    /// while the host is still queuing, a ping is answered.
+    @Test func aStalledPrepareDoesNotHoldTheConnectionsNextMessages() async throws {
+        let host = StalledHost()
+        let tracker = SwarmTracker(appID: "app", secret: Self.secret, host: host, logger: Logger(label: "test"))
+        let (c, _) = try await open(tracker, peer: "reader")
+        var prepare = SwarmMessage(type: "prepare")
+        prepare.refs = (0..<3).map { ObjectRef(key: ObjectKey(xresid: "s", host: "cdn.example.com", path: "/seg\($0).ts"), url: "http://cdn.example.com/seg\($0).ts") }
+        c.feed.yield(prepare.json)
+        c.feed.yield(SwarmMessage(type: "ping").json)
+        try await c.waitFor(2)
+        #expect(c.sent.withLock { $0.last?.type } == "pong")
+        #expect(host.prepared.withLock { $0.isEmpty }, "the ping was answered while the prepare was stalled")
+        host.release()
+        let deadline = ContinuousClock.now + .seconds(10)
+        while host.prepared.withLock({ $0.isEmpty }) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(host.prepared.withLock { $0.map(\.path) } == ["/seg0.ts", "/seg1.ts", "/seg2.ts"])
+        c.feed.finish()
     }
 }
