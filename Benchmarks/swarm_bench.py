@@ -8,7 +8,10 @@ new connection's first request two; nodes, tracker and players stay on loopback,
      bytes the players received), against the ideal 1 - 1/N (the origin sends every byte once)
   2. p95 segment latency of those players vs the same players fetching the same VOD straight
      from the origin (CDN only), and the first player's first segment (startup)
-Each is measured with the nodes' defaults (SPEC's 302 while a segment is being prepared) and
+  3. viewers who leave early (loopback CDN): each player watches the first 12 segments of a
+     300-segment VOD; offload with the tracker's read-ahead window and with the whole VOD
+     prepared at once (--read-ahead all)
+Each of 1 and 2 is measured with the nodes' defaults (SPEC's 302 while a segment is being prepared) and
 with --await-preparation (a node waits for a preparation that ends within the deadline).
 The origin is Tests/python/object_origin.py, which counts the bytes it sends per object; every
 run uses a fresh VOD name, so runs share no cache. A player fetches the playlist, then every
@@ -38,6 +41,11 @@ TRACKER_FLAGS = os.environ.get("SWARM_BENCH_TRACKER_FLAGS", "").split()
 # segment is being prepared, then waiting for a preparation that ends within the deadline).
 NODE_VARIANTS = (("", []), (", --await-preparation", ["--await-preparation"]))
 SEGMENTS, SIZE = 12, 500000  # one VOD: 12 segments of 500 kB
+# Viewers who leave early: each player watches the first WATCHED segments of a LONG_SEGMENTS
+# VOD (4 s each), on the loopback CDN, with the tracker's default read-ahead window and with
+# --read-ahead all (the whole VOD prepared when its playlist is opened).
+LONG_SEGMENTS, WATCHED, LEAVING_NODE_COUNTS = 300, 12, (2, 8)
+READ_AHEAD_VARIANTS = (("", []), (", tracker --read-ahead all", ["--read-ahead", "all"]))
 CDN_RTTS = (0, 20)  # ms: the CDN on loopback, and one a round trip away
 STAGGER = 1.0  # seconds between one player's start and the next one's
 PLAYER_TIMEOUT = 300  # seconds a whole run of players may take
@@ -104,17 +112,18 @@ def segment_bytes(name, k, size):
     return pattern[start:start + size]
 
 
-def play(playlist, expected):
-    """Plays the VOD at URL `playlist`: the playlist, then each segment in order, a 302 followed
-    to its Location. Returns each segment's seconds and the media bytes received."""
+def play(playlist, expected, total=None):
+    """Plays the VOD at URL `playlist` (`total` segments, default as many as `expected`): the
+    playlist, then its first len(expected) segments in order, a 302 followed to its Location.
+    Returns each segment's seconds and the media bytes received."""
     status, _, body = get(playlist)
     if status != 200:
         raise RuntimeError(f"{playlist}: {status} {body[:200]!r}")
     urls = [urljoin(playlist, line) for line in body.decode().splitlines() if line and not line.startswith("#")]
-    if len(urls) != len(expected):
-        raise RuntimeError(f"{playlist}: {len(urls)} segments, expected {len(expected)}")
+    if len(urls) != (total or len(expected)):
+        raise RuntimeError(f"{playlist}: {len(urls)} segments, expected {total or len(expected)}")
     times, received = [], 0
-    for k, url in enumerate(urls):
+    for k, url in enumerate(urls[:len(expected)]):
         start = time.perf_counter()
         status, location, data = get(url)
         if status == 302 and location:
@@ -126,7 +135,7 @@ def play(playlist, expected):
     return times, received
 
 
-def players(playlists, expected):
+def players(playlists, expected, total=None):
     """One player per playlist URL, started STAGGER seconds apart. Returns every segment's
     seconds over all players and the media bytes they received; a failed player fails the run."""
     results = [None] * len(playlists)
@@ -134,7 +143,7 @@ def players(playlists, expected):
     def one(i):
         time.sleep(i * STAGGER)
         try:
-            results[i] = play(playlists[i], expected)
+            results[i] = play(playlists[i], expected, total)
         except Exception as e:  # reported by the caller's thread
             results[i] = e
     threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(len(playlists))]
@@ -172,8 +181,8 @@ def origin_bytes(port, name, settle=1.0, timeout=20):
     return last
 
 
-def vod(name):
-    return f"/vod/{name}.m3u8?segments={SEGMENTS}&size={SIZE}"
+def vod(name, segments=SEGMENTS):
+    return f"/vod/{name}.m3u8?segments={segments}&size={SIZE}"
 
 
 def cdn_run(origin_port, n):
@@ -184,17 +193,18 @@ def cdn_run(origin_port, n):
     return times
 
 
-def swarm_run(swarmgate, tmp, secret_file, origin_port, n, node_flags=()):
-    """A tracker and n nodes logged in to it, one player per node: every segment's seconds,
-    the media bytes the players received and the media bytes the origin sent."""
+def swarm_run(swarmgate, tmp, secret_file, origin_port, n, node_flags=(), tracker_flags=(), segments=SEGMENTS, watched=None):
+    """A tracker and n nodes logged in to it, one player per node playing the first `watched`
+    (default all) of a VOD's `segments`: every segment's seconds, the media bytes the players
+    received and the media bytes the origin sent."""
     name = f"n{n}-{secrets.token_hex(4)}"
-    expected = [segment_bytes(name, k, SIZE) for k in range(SEGMENTS)]
+    expected = [segment_bytes(name, k, SIZE) for k in range(watched or segments)]
     allow = ["--allow-origin", f"127.0.0.1:{origin_port}"]
     children, failed = [], True
     try:
         tdir = os.path.join(tmp, f"tracker-{name}")
         tracker = Child([swarmgate, "tracker", "--listen", "127.0.0.1:0", "--app-secret-file", secret_file,
-                         "--db", os.path.join(tdir, "registry.sqlite"), "--cache-dir", tdir] + TRACKER_FLAGS + allow)
+                         "--db", os.path.join(tdir, "registry.sqlite"), "--cache-dir", tdir] + TRACKER_FLAGS + list(tracker_flags) + allow)
         children.append(tracker)
         tport = int(tracker.wait_stderr(r"listening on 127\.0\.0\.1:(\d+)").group(1))
         for i in range(n):
@@ -205,9 +215,9 @@ def swarm_run(swarmgate, tmp, secret_file, origin_port, n, node_flags=()):
         for node in children[1:]:
             ports.append(int(node.wait_stderr(r"listening on 127\.0\.0\.1:(\d+)").group(1)))
             node.wait_stderr(r"logged in to the tracker")
-        times, received = players([f"http://127.0.0.1:{p}/hls.vod.p2p.com/127.0.0.1:{origin_port}{vod(name)}"
-                                   for p in ports], expected)
-        sent = origin_bytes(origin_port, name)
+        times, received = players([f"http://127.0.0.1:{p}/hls.vod.p2p.com/127.0.0.1:{origin_port}{vod(name, segments)}"
+                                   for p in ports], expected, segments)
+        sent = origin_bytes(origin_port, name, timeout=120)
         failed = False
         return times, received, sent
     finally:
@@ -244,9 +254,25 @@ def run(swarmgate, python, rows, row):
                         row(f"the first player's first segment, {n} nodes, {where}{label}",
                             f"{times[0] * 1000:.1f} ms", f"{cdn_times[0] * 1000:.1f} ms",
                             f"{times[0] / cdn_times[0]:.2f}x CDN", "-", True)
+                if not rtt:
+                    leaving(swarmgate, tmp, secret_file, origin_port, where, row)
                 failed = False
             finally:
                 origin.stop(kill=failed)
+
+def leaving(swarmgate, tmp, secret_file, origin_port, where, row):
+    """Viewers who leave early: offload when each player watches WATCHED of LONG_SEGMENTS, with
+    the read-ahead window and with the whole VOD prepared at once. No target: the window's cost
+    per viewer who leaves is what it prepared past them."""
+    for n in LEAVING_NODE_COUNTS:
+        for label, flags in READ_AHEAD_VARIANTS:
+            _, received, sent = swarm_run(swarmgate, tmp, secret_file, origin_port, n, tracker_flags=flags,
+                                          segments=LONG_SEGMENTS, watched=WATCHED)
+            offload, ideal = 1 - sent / received, 1 - 1 / n
+            row(f"viewers who leave early: {n} nodes, each player watches {WATCHED} of {LONG_SEGMENTS} segments, {where}{label}",
+                f"{offload:.2f} ({sent / 1e6:.1f} of {received / 1e6:.1f} MB from the origin)",
+                f"{ideal:.2f} ideal (1 - 1/{n})", f"{offload / ideal:.2f}x ideal", "-", True)
+
 
 if __name__ == "__main__":
     table = []

@@ -41,6 +41,9 @@ public struct GatewayConfiguration: Sendable {
     public var peerDeadline: Duration?
     /// Segments after the one a player reads that are fetched from peers in the background.
     public var prefetchSegments = 3
+    /// Seconds of a VOD playlist, past the furthest object its players reached, that this
+    /// process's registry prepares ahead of them; nil ("all"): the whole playlist at once.
+    public var readAhead: Duration? = .seconds(60)
     /// Whether a player's request for an object whose preparation is under way waits for it
     /// (up to the object's peer deadline, when its progress says it ends by then) rather than
     /// going to the CDN by 302 at once.
@@ -127,6 +130,16 @@ public struct GatewayConfiguration: Sendable {
         if let n = s["prefetch-segments"] {
             guard let w = Int(n), (0...32).contains(w) else { throw SettingsError("prefetch-segments must be 0 to 32, not '\(n)'") }
             prefetchSegments = w
+        }
+        if let t = s["read-ahead"] {
+            if t == "all" {
+                readAhead = nil
+            } else {
+                guard let seconds = Double(t), seconds >= 0, seconds <= 86_400 else {
+                    throw SettingsError("read-ahead must be seconds (0 to 86400) or all, not '\(t)'")
+                }
+                readAhead = .milliseconds(Int64(seconds * 1000))
+            }
         }
         if let t = s["origin-idle-timeout"] {
             guard let seconds = Double(t), seconds > 0 else { throw SettingsError("origin-idle-timeout must be seconds, not '\(t)'") }

@@ -369,7 +369,7 @@ public final class GatewayResponder: HTTPResponder {
     func prepareAhead(_ references: [HLSReference], xresid: XResID, playlistQuery: String?) {
         let objects = mediaObjects(references, xresid: xresid, playlistQuery: playlistQuery)
         guard !objects.isEmpty else { return }
-        let refs = objects.map { ObjectRef(key: $0.key, url: $0.url) }
+        let refs = objects.map { ObjectRef(key: $0.key, url: $0.url, duration: $0.duration) }
         playOrder.record(refs, durations: objects.map(\.duration))
         // A player asks for the first segments next: in a swarm, they are fetched from peers now.
         if configuration.prefetchSegments > 0 && node.link != nil { prefetch(Array(refs.prefix(configuration.prefetchSegments))) }

@@ -46,7 +46,7 @@ public struct GatewayServer: Sendable {
         let node = try SwarmNode(
             cacheDirectory: c.cacheDirectory, cacheSize: c.cacheSize, registryPath: c.registryPath, pieceSize: c.pieceSize,
             maxPrepareJobs: c.prepareJobs, maxObjectSize: c.maxObjectSize, origin: origin.client, peerDeadline: c.peerDeadline ?? GatewayResponder.unknownDurationDeadline,
-            logger: logger, onBadPiece: { stats.countPieceFailure() },
+            readAhead: c.readAhead, logger: logger, onBadPiece: { stats.countPieceFailure() },
             onFallback: { reason in TrafficStats.FallbackReason(rawValue: reason.rawValue).map(stats.countFallback) })
         services.append(node.prepareQueue)
         let peerID = try Self.peerID(cacheDirectory: c.cacheDirectory)
@@ -143,10 +143,13 @@ struct LocalRegistryHost: TrackerHost {
 
     func checksums(_ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool, readyWithin: Duration) async -> ChecksumAnswer {
         guard Self.names(ref) else { return ChecksumAnswer(state: .failed, reason: "the URL does not name the object asked about") }
+        node.reached([ref.key.id])
         return await node.checksums(ref, urgent: urgent, wait: waitForOrigin ? wait : .zero, readyWithin: readyWithin)
     }
 
-    func prepare(_ refs: [ObjectRef]) { node.prepareAhead(refs.filter(Self.names)) }
+    func prepare(_ refs: [ObjectRef], whole: Bool) { node.prepareAhead(refs.filter(Self.names), whole: whole) }
+
+    func reached(_ objectIDs: [String]) { node.reached(objectIDs) }
 
     func readyAnswer(_ ref: ObjectRef) -> ChecksumAnswer? {
         node.registry.readyAnswer(ref.key)

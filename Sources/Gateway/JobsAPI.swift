@@ -98,7 +98,7 @@ extension GatewayResponder {
         }
         let objects = mediaObjects(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query)
         // With a tracker, its registry prepares them (and seeds the swarm); else this node's.
-        node.prepareAhead(objects.map { ObjectRef(key: $0.key, url: $0.url) })
+        node.prepareAhead(objects.map { ObjectRef(key: $0.key, url: $0.url, duration: $0.duration) }, whole: true)
         return objects.count
     }
 

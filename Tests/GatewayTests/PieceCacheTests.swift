@@ -459,6 +459,49 @@ final class PieceCacheTests {
         #expect(!list.contains { ($0["url"] as? String)?.contains("key.bin") == true }, "a key is never prepared")
     }
 
+    /// The segment numbers of a VOD's jobs (`/obj/NAME/segK.ts`), once their number has not
+    /// changed for half a second and none runs.
+    func settledJobSegments(_ port: Int, _ name: String) async throws -> Set<Int> {
+        var last: [[String: Any]] = []
+        var stableSince = ContinuousClock.now
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            let now = try await jobs(port)
+            let busy = now.contains { ["queued", "running"].contains($0["state"] as? String ?? "") }
+            if now.count != last.count || busy { stableSince = .now }
+            last = now
+            if ContinuousClock.now - stableSince > .milliseconds(500) { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return Set(last.compactMap { ($0["url"] as? String).flatMap { Live.segmentNumber(in: $0, of: name) } })
+    }
+
+    /// A VOD playlist is prepared a window of media time ahead of its player, not whole: a
+    /// player who leaves early costs the origin that window, and the window follows a player
+    /// who seeks. An operator's `POST /prepare` still prepares all of it.
+    @Test func readAheadPreparesAWindowAheadOfThePlayerNotTheWholeVOD() async throws {
+        let (g, port) = try gateway(["--read-ahead", "20"])
+        defer { g.stop() }
+        let name = "window-\(UUID().uuidString.prefix(8))"
+        let playlist = proxied(port, "/vod/\(name).m3u8?segments=100&size=20000")
+        let list = try await HTTP.get(playlist)
+        #expect(list.status == 200)
+        // 4 s segments: those starting within 20 s, 0 to 4.
+        #expect(try await settledJobSegments(port, name) == Set(0...4))
+        // The player seeks to segment 10: it is prepared, and those starting within 20 s of its end.
+        let urls = list.text.split(separator: "\n").filter { !$0.hasPrefix("#") }.map(String.init)
+        #expect(urls.count == 100)
+        let seeked = try await HTTP.get(urls[10])
+        #expect([200, 302].contains(seeked.status))
+        let afterSeek = try await settledJobSegments(port, name)
+        #expect(afterSeek == Set(0...4).union(10...15), "\(afterSeek.sorted())")
+        #expect((try await originStats(name + "/seg16.ts"))["requests"] as? Int ?? 0 == 0, "nothing past the window reached the origin")
+        // An operator's prepare is the whole VOD.
+        let posted = try await HTTP.post("http://127.0.0.1:\(port)/prepare", json: "{\"url\":\"\(originBase)/vod/\(name).m3u8?segments=100&size=20000\"}")
+        #expect(posted.status == 202)
+        #expect(try await settledJobSegments(port, name) == Set(0..<100))
+    }
+
     @Test func prepareQueuesAWholeStreamAndJobsCanBePausedResumedAndCancelled() async throws {
         let samples = Live.packageRoot.appendingPathComponent("samples")
         let (o, oport) = try Live.origin(serving: samples, token: "t")

@@ -86,6 +86,17 @@ struct SettingsTests {
         #expect(tracker.cacheDirectory == "swarmgate-tracker-cache")
     }
 
+    @Test func readAheadIsSecondsOrAll() throws {
+        #expect(try GatewayConfiguration(try settings()).readAhead == .seconds(60))
+        #expect(try GatewayConfiguration(try settings(flags: ["read-ahead": "all"])).readAhead == nil)
+        #expect(try GatewayConfiguration(try settings(flags: ["read-ahead": "0"])).readAhead == .zero)
+        let tracker = try GatewayConfiguration(try Settings(SettingDefinitions.tracker, flags: ["read-ahead": "45.5"], environment: [:]))
+        #expect(tracker.readAhead == .milliseconds(45_500))
+        for bad in ["-1", "soon", "100000"] {
+            #expect(throws: SettingsError.self) { try GatewayConfiguration(try settings(flags: ["read-ahead": bad])) }
+        }
+    }
+
     @Test func everyDefinitionHasItsThreeNames() {
         let d = SettingDefinitions.serve.first { $0.name == "app-secret-file" }
         #expect(d?.flag == "--app-secret-file")

@@ -19,11 +19,11 @@ final class SwarmTransferTests {
     }
 
     /// `swarmgate tracker` keeping its registry and seed in `dir`.
-    func tracker(port: Int = 0, dir: String, originPort: Int) throws -> (LiveProcess, Int) {
+    func tracker(port: Int = 0, dir: String, originPort: Int, _ extra: [String] = []) throws -> (LiveProcess, Int) {
         let p = try LiveProcess(Live.binary, [
             "tracker", "--listen", "127.0.0.1:\(port)", "--app-secret-file", secretFile, "--db", dir + "/registry.sqlite",
             "--cache-dir", dir, "--allow-origin", "127.0.0.1:\(originPort)", "--piece-size", "64KiB",
-        ])
+        ] + extra)
         let bound = try p.waitForStderr(#/listening on 127\.0\.0\.1:(\d+)/#)
         return (p, Int(bound)!)
     }
@@ -42,12 +42,13 @@ final class SwarmTransferTests {
     }
 
     /// Plays `playlist` through the gateway on `port`: the playlist, then each segment in
-    /// order, a 302 followed to the origin. Returns each segment's bytes and how long it took.
-    static func play(port: Int, playlist: String) async throws -> [(body: Data, seconds: Double)] {
+    /// order (the first `count`), a 302 followed to the origin. Returns each segment's bytes
+    /// and how long it took.
+    static func play(port: Int, playlist: String, count: Int = .max) async throws -> [(body: Data, seconds: Double)] {
         let list = try await HTTP.get("http://127.0.0.1:\(port)\(playlist)")
         guard list.status == 200 else { throw TestFailure("playlist: \(list.status) \(list.text)") }
         var out: [(Data, Double)] = []
-        for line in segmentURLs(list) {
+        for line in segmentURLs(list).prefix(count) {
             let start = ContinuousClock.now
             var r = try await HTTP.get(line)
             if r.status == 302, let location = r.headers.first(where: { $0.key.lowercased() == "location" })?.value { r = try await HTTP.get(location) }
@@ -75,6 +76,23 @@ final class SwarmTransferTests {
         let r = try await HTTP.get("http://127.0.0.1:\(originPort)/__stats")
         let all = try JSONSerialization.jsonObject(with: r.body) as? [String: [String: Any]] ?? [:]
         return all.filter { $0.key.hasPrefix(name + "/") }.values.reduce(0) { $0 + (($1["bytes_sent"] as? Int) ?? 0) }
+    }
+
+    /// The segment numbers of VOD `name` the origin has sent, once that set has not grown for
+    /// a second (the tracker may still be reading ahead).
+    static func settledOriginSegments(_ originPort: Int, _ name: String) async throws -> Set<Int> {
+        var last = Set<Int>()
+        var stableSince = ContinuousClock.now
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline && ContinuousClock.now - stableSince < .seconds(1) {
+            let r = try await HTTP.get("http://127.0.0.1:\(originPort)/__stats")
+            let all = try JSONSerialization.jsonObject(with: r.body) as? [String: [String: Any]] ?? [:]
+            let now = Set(all.keys.compactMap { Live.segmentNumber(in: $0, of: name) })
+            if now != last { stableSince = .now }
+            last = now
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return last
     }
 
     static func stat(_ port: Int) async throws -> [String: Any] {
@@ -193,6 +211,32 @@ final class SwarmTransferTests {
         for n in nodes { p2p += try await Self.stat(n.1)["p2pBytes"] as? Int ?? 0 }
         #expect(p2p > received / 2, "p2pBytes \(p2p)")
         #expect(try await Self.stat(nodes[3].1)["peers"] as? Int ?? 0 >= 1)
+    }
+
+    /// The tracker prepares a VOD a window of media time ahead of the swarm's furthest player,
+    /// not whole: two viewers who leave after three segments of a 200-segment VOD cost the
+    /// origin that window, and a viewer who plays on moves it.
+    @Test func theTrackerPreparesAWindowAheadOfTheSwarmsFurthestPlayerNotTheWholeVOD() async throws {
+        let (origin, originPort) = try Live.objectOrigin()
+        defer { origin.stop() }
+        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort, ["--read-ahead", "20"])
+        defer { t.stop() }
+        let (a, portA) = try node(trackerPort: trackerPort, originPort: originPort)
+        defer { a.stop() }
+        let (b, portB) = try node(trackerPort: trackerPort, originPort: originPort)
+        defer { b.stop() }
+        let list = Self.playlist("left", originPort: originPort, segments: 200)
+        for port in [portA, portB] { expectCorrect(try await Self.play(port: port, playlist: list, count: 3), "left", segments: 3) }
+        // 4 s segments. Reached: 0 to 2 played, 3 to 5 prefetched; the window takes those
+        // starting within 20 s of the end of 5: up to 10.
+        var sent = try await Self.settledOriginSegments(originPort, "left")
+        #expect(sent.isSuperset(of: 0...10), "\(sent.sorted())")
+        #expect(sent.max() ?? 0 <= 12, "\(sent.sorted())")
+        // A viewer who plays on to 29 (prefetching to 32) takes the window to 37.
+        expectCorrect(try await Self.play(port: portA, playlist: list, count: 30), "left", segments: 30)
+        sent = try await Self.settledOriginSegments(originPort, "left")
+        #expect(sent.isSuperset(of: 0...37), "\(sent.sorted())")
+        #expect(sent.max() ?? 0 <= 40, "\(sent.sorted())")
     }
 
     /// With --await-preparation a first player is not sent to the origin for segments the
@@ -450,6 +494,16 @@ final class SwarmTransferTests {
         let (b, bPort) = try node(trackerPort: trackerPort, originPort: originPort)
         defer { b.stop() }
         _ = try await Self.play(port: aPort, playlist: list)
+        // Killed once it has prepared the VOD and indexed its pieces (an index written in
+        // the 20 ms before a kill -9 is lost, and those pieces fetched again).
+        let prepared = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < prepared {
+            let r = try await HTTP.get("http://127.0.0.1:\(trackerPort)/jobs")
+            let jobs = (try JSONSerialization.jsonObject(with: r.body) as? [String: Any])?["jobs"] as? [[String: Any]] ?? []
+            if jobs.count == segments && jobs.allSatisfy({ $0["state"] as? String == "done" }) { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        try await Task.sleep(for: .milliseconds(200))
         t.stop(signal: SIGKILL)
         _ = try b.waitForStderr(#/(reconnecting)/#)
         // CDN only: b has no checksums and no tracker, so its players go to the origin.

@@ -92,7 +92,8 @@ struct TrackerSessionTests {
         func checksums(_ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool, readyWithin: Duration) async -> ChecksumAnswer {
             ChecksumAnswer(state: .preparing)
         }
-        func prepare(_ refs: [ObjectRef]) {
+        func reached(_ objectIDs: [String]) {}
+        func prepare(_ refs: [ObjectRef], whole: Bool) {
             _ = gate.wait(timeout: .now() + 30)
             prepared.withLock { $0 += refs }
         }

@@ -46,6 +46,7 @@ public enum SettingDefinitions {
         .init("piece-size", default: "256KiB", help: "Bytes per piece of newly prepared objects."),
         .init("max-object-size", default: "4GiB", help: "Largest media object fetched from an origin, e.g. 4GiB."),
         .init("origin-idle-timeout", default: "10", help: "Seconds an origin may send nothing before the request fails (504)."),
+        .init("read-ahead", default: "60", help: "Seconds of a VOD playlist past the furthest segment its players reached that the registry prepares ahead of them (0: none; all: the whole playlist at once)."),
     ]
 
     /// `swarmgate serve`.

@@ -13,6 +13,9 @@ public final class SwarmNode: Sendable {
     public let store: PieceStore
     public let registry: ChecksumRegistry
     public let prepareQueue: PrepareQueue
+    /// How far ahead of a playlist's players its objects are prepared (when this node's
+    /// registry prepares them: it runs no `link`, or it is the tracker's).
+    public let readAhead: ReadAheadWindow
     let origin: OriginClient
     /// Pieces from other nodes: any address (the tracker names them), one try, no redirects.
     let peerClient: OriginClient
@@ -70,7 +73,8 @@ public final class SwarmNode: Sendable {
     /// Opens the piece store in `cacheDirectory` and the registry in `registryPath`.
     public init(
         cacheDirectory: String, cacheSize: Int64, registryPath: String, pieceSize: Int, maxPrepareJobs: Int,
-        maxObjectSize: Int64, origin: OriginClient, peerDeadline: Duration = .milliseconds(1500), logger: Logger,
+        maxObjectSize: Int64, origin: OriginClient, peerDeadline: Duration = .milliseconds(1500),
+        readAhead: Duration? = .seconds(60), logger: Logger,
         onBadPiece: @escaping @Sendable () -> Void = {}, onFallback: @escaping @Sendable (FallbackReason) -> Void = { _ in }
     ) throws(SwarmError) {
         do {
@@ -89,6 +93,7 @@ public final class SwarmNode: Sendable {
             throw SwarmError("registry: \(error)")
         }
         self.origin = origin
+        self.readAhead = ReadAheadWindow(ahead: readAhead)
         var peers = OriginClient.Configuration()
         peers.addressPolicy = .peers
         peers.retries = 0
@@ -142,6 +147,8 @@ public final class SwarmNode: Sendable {
     /// `readyWithin` (from the call) for a preparation under way that its progress says will
     /// end by then (`.zero`: not at all).
     public func resolve(_ key: ObjectKey, url: String, wait: Duration, readyWithin: Duration = .zero) async -> Resolution {
+        let link = link
+        if link == nil { reached([key.id]) }
         if let ready = registry.ready(key) { return .ready(ready.entry, ready.checksums) }
         let answer: ChecksumAnswer
         if let link {
@@ -197,14 +204,27 @@ public final class SwarmNode: Sendable {
         return ChecksumAnswer(head: head)
     }
 
-    /// Queues objects for preparation ahead of players, in order: at the tracker's registry
-    /// when the node has one, else here.
-    public func prepareAhead(_ refs: [ObjectRef]) {
+    /// Queues a playlist's objects for preparation ahead of players, in order: at the
+    /// tracker's registry when the node has one, else here. Read-ahead prepares those within
+    /// the registry's window ahead of the furthest player (`readAhead`); `whole` prepares
+    /// every one now (an operator's `swarmgate prepare`).
+    public func prepareAhead(_ refs: [ObjectRef], whole: Bool = false) {
         if let link {
-            Task { await link.prepare(refs) }
+            Task { await link.prepare(refs, whole: whole) }
         } else {
-            prepareQueue.enqueue(refs.map { ($0.key, $0.url) }, urgent: false)
+            let due = whole ? refs : readAhead.plan(refs)
+            if !due.isEmpty { prepareQueue.enqueue(due.map { ($0.key, $0.url) }, urgent: false) }
         }
+    }
+
+    /// Players reached these objects (this node's, or the swarm's as nodes ask for them and
+    /// announce them): the read-ahead window of their playlists moves on. The objects it
+    /// brings in are queued in the background (queuing writes the registry).
+    public func reached(_ ids: [String]) {
+        let due = readAhead.reached(ids)
+        guard !due.isEmpty else { return }
+        let queue = prepareQueue
+        Task.detached(priority: .utility) { queue.enqueue(due.map { ($0.key, $0.url) }, urgent: false) }
     }
 
     /// The tracker's registry made ready objects this node asked it to prepare: their

@@ -188,13 +188,15 @@ public final class TrackerLink: Service, Sendable {
         try? await send(m.json)
     }
 
-    /// Asks the tracker's registry to prepare objects ahead of players (no-op while away). The
-    /// tracker sends the checksums of the first of them unasked: now for those that are ready,
-    /// the others when they are.
-    public func prepare(_ refs: [ObjectRef]) async {
+    /// Asks the tracker's registry to prepare a playlist's objects ahead of players (no-op
+    /// while away): a window of them ahead of the furthest player, or every one if `whole`.
+    /// The tracker sends the checksums of the first of them unasked: now for those that are
+    /// ready, the others when they are.
+    public func prepare(_ refs: [ObjectRef], whole: Bool = false) async {
         guard let send = state.withLock({ $0.send }), !refs.isEmpty else { return }
         var m = SwarmMessage(type: "prepare")
         m.refs = refs
+        if whole { m.whole = true }
         try? await send(m.json)
     }
 

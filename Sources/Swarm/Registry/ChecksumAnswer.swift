@@ -8,12 +8,16 @@ public struct ObjectRef: Codable, Sendable, Hashable {
     public var host: String
     public var path: String
     public var url: String
+    /// Seconds of media (a segment's EXTINF), when a playlist gives it: the registry prepares
+    /// a playlist's objects a span of media time ahead of its players (`ReadAheadWindow`).
+    public var duration: Double?
 
-    public init(key: ObjectKey, url: String) {
+    public init(key: ObjectKey, url: String, duration: Double? = nil) {
         xresid = key.xresid
         host = key.host
         path = key.path
         self.url = url
+        self.duration = duration
     }
 
     public var key: ObjectKey { ObjectKey(xresid: xresid, host: host, path: path) }

@@ -148,11 +148,13 @@ public final class SwarmTracker: Sendable {
             return SwarmMessage(type: "pong")
         case "have":
             state.withLock { s in s.sessions[peer]?.objects.formUnion(m.objects ?? []) }
+            host?.reached(m.objects ?? [])
             return nil
         case "lost":
             state.withLock { s in s.sessions[peer]?.objects.subtract(m.objects ?? []) }
             return nil
         case "want":
+            if let object = m.object { host?.reached([object]) }
             var answer = SwarmMessage(type: "peers")
             answer.rid = m.rid
             answer.object = m.object
@@ -167,8 +169,9 @@ public final class SwarmTracker: Sendable {
             // registry and the jobs (34 ms for 3,000 here). Done off this connection's loop, so
             // the messages the node sends next, its players' first `sums`, are not held.
             let ahead = Array(refs.prefix(Self.maxRefsPerMessage))
+            let whole = m.whole ?? false
             Task.detached(priority: .utility) {
-                host.prepare(ahead)
+                host.prepare(ahead, whole: whole)
                 self.watch(Array(ahead.prefix(Self.pushAhead)), for: peer, host: host)
             }
             return nil
@@ -337,8 +340,12 @@ public protocol TrackerHost: Sendable {
     /// `waitForOrigin`, and then for up to `readyWithin` (from the call) when the preparation
     /// is under way and its progress says it will end by then.
     func checksums(_ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool, readyWithin: Duration) async -> ChecksumAnswer
-    /// Queues objects for preparation ahead of players, in order.
-    func prepare(_ refs: [ObjectRef])
+    /// Queues a playlist's objects for preparation ahead of players, in order: those within
+    /// the read-ahead window, or every one if `whole`.
+    func prepare(_ refs: [ObjectRef], whole: Bool)
+    /// Players of the swarm reached these objects (nodes asked for them, wanted or announced
+    /// them): read-ahead moves on.
+    func reached(_ objectIDs: [String])
     /// The checksums of `ref` if they are ready now (never prepares, never waits).
     func readyAnswer(_ ref: ObjectRef) -> ChecksumAnswer?
 }

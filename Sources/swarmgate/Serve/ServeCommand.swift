@@ -19,6 +19,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("prepare-jobs"), help: "Prepare jobs that run at once (default 3).") var prepareJobs: String?
     @Option(help: "ws://HOST:PORT/swarm/v1/ws of the tracker (default: embedded).") var tracker: String?
     @Option(name: .customLong("prefetch-segments"), help: "Segments after the one a player reads fetched from peers ahead (default 3).") var prefetchSegments: String?
+    @Option(name: .customLong("read-ahead"), help: "Seconds of a VOD prepared past its furthest player, without --tracker (default 60; 0: none; all: whole).") var readAhead: String?
     @Option(name: .customLong("peer-url"), help: "Where other nodes fetch this node's pieces (default: the public URL).") var peerURL: String?
     @Option(name: .customLong("peer-deadline"), help: "Seconds the swarm may take to deliver a piece before the CDN is asked (default auto: a quarter of the segment).") var peerDeadline: String?
     @Option(name: .customLong("allow-origin"), help: "Origin hosts that may be fetched: host, host:port or *.suffix, comma-separated.") var allowOrigin: String?
@@ -47,6 +48,7 @@ struct ServeCommand: AsyncParsableCommand {
         f["peer-deadline"] = peerDeadline
         f["peer-url"] = peerURL
         f["prefetch-segments"] = prefetchSegments
+        f["read-ahead"] = readAhead
         f["allow-origin"] = allowOrigin
         f["inherit-query"] = inheritQuery
         f["key-uris"] = keyURIs

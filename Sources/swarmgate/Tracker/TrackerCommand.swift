@@ -19,6 +19,7 @@ struct TrackerCommand: AsyncParsableCommand {
     @Option(name: .customLong("prepare-jobs"), help: "Prepare jobs that run at once (default 8).") var prepareJobs: String?
     @Option(name: .customLong("max-object-size"), help: "Largest media object fetched from an origin, e.g. 4GiB.") var maxObjectSize: String?
     @Option(name: .customLong("origin-idle-timeout"), help: "Seconds an origin may send nothing before a preparation fails.") var originIdleTimeout: String?
+    @Option(name: .customLong("read-ahead"), help: "Seconds of a VOD prepared past its furthest player (default 60; 0: none; all: whole).") var readAhead: String?
     @Option(name: .customLong("allow-origin"), help: "Origin hosts the registry may fetch: host, host:port or *.suffix, comma-separated.") var allowOrigin: String?
     @Option(name: .customLong("app-id"), help: "The app id nodes and tracker share.") var appID: String?
     @Option(name: .customLong("app-secret-file"), help: "A file holding the app secret (or set SWARMGATE_APP_SECRET).") var appSecretFile: String?
@@ -37,6 +38,7 @@ struct TrackerCommand: AsyncParsableCommand {
         f["max-object-size"] = maxObjectSize
         f["origin-idle-timeout"] = originIdleTimeout
         f["allow-origin"] = allowOrigin
+        f["read-ahead"] = readAhead
         f["app-id"] = appID
         f["app-secret-file"] = appSecretFile
         f["node-message-rate"] = nodeMessageRate

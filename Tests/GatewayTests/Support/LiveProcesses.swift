@@ -160,6 +160,12 @@ enum Live {
         return Int(r.text.firstMatch(of: #/"requests": (\d+)/#).map { String($0.1) } ?? "-1") ?? -1
     }
 
+    /// K of `NAME/segK.ts` in `text` (an origin URL or a key of object_origin.py's stats).
+    static func segmentNumber(in text: String, of name: String) -> Int? {
+        guard let r = text.range(of: name + "/seg") else { return nil }
+        return Int(text[r.upperBound...].prefix { $0.isNumber })
+    }
+
     /// A new, empty folder for a gateway's cache.
     static func cacheFolder() -> String {
         Scratch.path("sg-cache")
