@@ -147,7 +147,7 @@ struct LocalRegistryHost: TrackerHost {
         return await node.checksums(ref, urgent: urgent, wait: waitForOrigin ? wait : .zero, readyWithin: readyWithin)
     }
 
-    func prepare(_ refs: [ObjectRef], whole: Bool) { node.prepareAhead(refs.filter(Self.names), whole: whole) }
+    func prepare(_ refs: [ObjectRef], whole: Bool) -> [ObjectRef] { node.prepareAhead(refs.filter(Self.names), whole: whole) }
 
     func reached(_ objectIDs: [String]) { node.reached(objectIDs) }
 

@@ -12,39 +12,62 @@ struct ReadAheadWindowTests {
 
     func indices(_ refs: [ObjectRef]) -> [Int] { refs.map { Int($0.path.split(separator: "/").last!.dropLast(3))! } }
 
-    @Test func theFirstObjectsWithinTheWindowAreDueThenTheWindowFollowsThePlayer() {
+    @Test func nothingIsDueUntilAPlayerReachesAnObjectThenTheWindowFollowsIt() {
         let window = ReadAheadWindow(ahead: .seconds(10))
         let list = playlist("a", 20)
-        // Starts 0, 4 and 8 s are within 10 s.
-        #expect(indices(window.plan(list)) == [0, 1, 2])
-        // The player reached 1 (ends at 8 s): up to 18 s, so 3 and 4 are new.
-        #expect(indices(window.reached([list[1].key.id])) == [3, 4])
+        // Opened afresh: the player may start anywhere.
+        #expect(window.plan(list).isEmpty)
+        // It reached 0 (ends at 4 s): up to 14 s, so 1 to 3.
+        #expect(indices(window.reached([list[0].key.id])) == [1, 2, 3])
+        #expect(indices(window.reached([list[1].key.id])) == [4])
         // Reaching what it reached before, or an object no playlist names, brings nothing.
         #expect(window.reached([list[0].key.id, "unknown"]).isEmpty)
         // A seek to 12 prepares from 13, not the objects it skipped.
         #expect(indices(window.reached([list[12].key.id])) == [13, 14, 15])
         // The end of the playlist bounds the window.
         #expect(indices(window.reached([list[18].key.id])) == [19])
+        #expect(indices(window.handedOut(list)) == [1, 2, 3, 4, 13, 14, 15, 19])
+    }
+
+    @Test func anObjectReachedBeforeItsPlaylistWasPlannedOpensTheWindowThere() {
+        let window = ReadAheadWindow(ahead: .seconds(8))
+        let list = playlist("r", 40)
+        // A player resuming at 30: its first request came before the plan.
+        #expect(window.reached([list[30].key.id]).isEmpty)
+        #expect(indices(window.plan(list)) == [31, 32])
     }
 
     @Test func anObjectWithoutADurationTakesNoMediaTime() {
         let window = ReadAheadWindow(ahead: .seconds(5))
         let initSection = playlist("b-init", 1, seconds: nil)
-        #expect(indices(window.plan(initSection + playlist("b", 3))) == [0, 0, 1])
+        let list = initSection + playlist("b", 4)
+        #expect(window.plan(list).isEmpty)
+        // After the init section (no time): 0 s to 5 s, so segments 0 and 1.
+        #expect(window.reached([list[0].key.id]).map(\.path) == ["/b/0.ts", "/b/1.ts"])
+    }
+
+    @Test func aPlaylistWithoutDurationsCountsSixSecondsAnObject() {
+        let window = ReadAheadWindow(ahead: .seconds(12))
+        let list = playlist("u", 10, seconds: nil)
+        _ = window.plan(list)
+        #expect(indices(window.reached([list[2].key.id])) == [3, 4])
     }
 
     @Test func thePlayersOfOnePlaylistShareOneWindow() {
         let window = ReadAheadWindow(ahead: .seconds(8))
         let list = playlist("c", 10)
-        #expect(indices(window.plan(list)) == [0, 1])
-        // A second player opens the same playlist: nothing more is due.
+        #expect(window.plan(list).isEmpty)
+        #expect(indices(window.reached([list[0].key.id])) == [1, 2])
+        // A second player opens the same playlist: it is the same window.
         #expect(window.plan(list).isEmpty)
         #expect(indices(window.reached([list[2].key.id])) == [3, 4])
     }
 
     @Test func noBoundIsTheWholePlaylistAndZeroIsNone() {
         let list = playlist("d", 30)
-        #expect(ReadAheadWindow(ahead: nil).plan(list).count == 30)
+        let all = ReadAheadWindow(ahead: nil)
+        #expect(all.plan(list).count == 30)
+        #expect(all.handedOut(list).count == 30)
         let none = ReadAheadWindow(ahead: .zero)
         #expect(none.plan(list).isEmpty)
         #expect(none.reached([list[3].key.id]).isEmpty)
@@ -53,11 +76,11 @@ struct ReadAheadWindowTests {
     @Test func theLeastRecentlyUsedPlaylistsGoPastTheBound() {
         let window = ReadAheadWindow(ahead: .seconds(4), maxObjects: 25)
         let (e, f, g) = (playlist("e", 10), playlist("f", 10), playlist("g", 10))
-        #expect(indices(window.plan(e)) == [0])
-        #expect(indices(window.plan(f)) == [0])
+        _ = window.plan(e)
+        _ = window.plan(f)
         // e is used again, so f is the one that goes when g comes.
         #expect(indices(window.reached([e[0].key.id])) == [1])
-        #expect(indices(window.plan(g)) == [0])
+        _ = window.plan(g)
         #expect(window.reached([f[5].key.id]).isEmpty)
         #expect(indices(window.reached([e[5].key.id])) == [6])
         #expect(indices(window.reached([g[5].key.id])) == [6])

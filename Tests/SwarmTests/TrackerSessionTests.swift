@@ -92,10 +92,12 @@ struct TrackerSessionTests {
         func checksums(_ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool, readyWithin: Duration) async -> ChecksumAnswer {
             ChecksumAnswer(state: .preparing)
         }
-        func reached(_ objectIDs: [String]) {}
-        func prepare(_ refs: [ObjectRef], whole: Bool) {
+        let reachedIDs = Mutex<[String]>([])
+        func reached(_ objectIDs: [String]) { reachedIDs.withLock { $0 += objectIDs } }
+        func prepare(_ refs: [ObjectRef], whole: Bool) -> [ObjectRef] {
             _ = gate.wait(timeout: .now() + 30)
             prepared.withLock { $0 += refs }
+            return refs
         }
         func readyAnswer(_ ref: ObjectRef) -> ChecksumAnswer? { nil }
         func release() { gate.signal() }
@@ -118,6 +120,25 @@ struct TrackerSessionTests {
         let deadline = ContinuousClock.now + .seconds(10)
         while host.prepared.withLock({ $0.isEmpty }) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
         #expect(host.prepared.withLock { $0.map(\.path) } == ["/seg0.ts", "/seg1.ts", "/seg2.ts"])
+        c.feed.finish()
+    }
+
+    /// What nodes announce and want tells the registry how far the swarm's players are, which
+    /// moves its read-ahead (`ReadAheadWindow`).
+    @Test func announcedAndWantedObjectsAreReachedAtTheHost() async throws {
+        let host = StalledHost()
+        let tracker = SwarmTracker(appID: "app", secret: Self.secret, host: host, logger: Logger(label: "test"))
+        let (c, _) = try await open(tracker, peer: "player")
+        var have = SwarmMessage(type: "have")
+        have.objects = ["o1", "o2"]
+        var want = SwarmMessage(type: "want")
+        want.object = "o3"
+        want.rid = 1
+        c.feed.yield(have.json)
+        c.feed.yield(want.json)
+        try await c.waitFor(2)
+        #expect(c.sent.withLock { $0.last?.type } == "peers")
+        #expect(host.reachedIDs.withLock { $0 } == ["o1", "o2", "o3"])
         c.feed.finish()
     }
 }

@@ -208,13 +208,18 @@ public final class SwarmNode: Sendable {
     /// tracker's registry when the node has one, else here. Read-ahead prepares those within
     /// the registry's window ahead of the furthest player (`readAhead`); `whole` prepares
     /// every one now (an operator's `swarmgate prepare`).
-    public func prepareAhead(_ refs: [ObjectRef], whole: Bool = false) {
+    ///
+    /// Returns those of `refs` that this node's registry prepares or has prepared for read-ahead
+    /// (all of them when `whole`; none when the tracker's registry does the work).
+    @discardableResult
+    public func prepareAhead(_ refs: [ObjectRef], whole: Bool = false) -> [ObjectRef] {
         if let link {
             Task { await link.prepare(refs, whole: whole) }
-        } else {
-            let due = whole ? refs : readAhead.plan(refs)
-            if !due.isEmpty { prepareQueue.enqueue(due.map { ($0.key, $0.url) }, urgent: false) }
+            return []
         }
+        let due = whole ? refs : readAhead.plan(refs)
+        if !due.isEmpty { prepareQueue.enqueue(due.map { ($0.key, $0.url) }, urgent: false) }
+        return whole ? refs : readAhead.handedOut(refs)
     }
 
     /// Players reached these objects (this node's, or the swarm's as nodes ask for them and

@@ -1,26 +1,33 @@
 import Synchronization
 
-/// Which of a VOD playlist's objects are prepared ahead of its players: those that start
-/// within `ahead` seconds of media time after the end of the furthest object a player has
-/// reached (asked for, or a node announced or wanted).
+/// Which of a VOD playlist's objects are prepared ahead of its players: after each object a
+/// player reaches (asks for, or a node announces or wants), those that start within `ahead`
+/// seconds of media time after its end.
 ///
 /// Preparing a whole VOD as soon as its playlist is opened makes the CDN send all of it, even
 /// for viewers who leave after a minute: two players watching the first 12 segments of a
-/// 3,000-segment VOD had the origin send 1.5 GB for 12 MB played. The window bounds that to
-/// `ahead` per playlist, and moves with the players.
+/// 3,000-segment VOD had the origin send 1.5 GB for 12 MB played (measured on loopback). The
+/// window bounds that to `ahead` past where players went, and moves with them. Nothing is
+/// prepared ahead until a player reaches an object, so a player who resumes mid-VOD or
+/// switches to another rendition costs nothing at the start of the playlist it skipped.
 public final class ReadAheadWindow: Sendable {
-    /// Seconds of media prepared past the furthest object reached; nil: no bound (every
-    /// object of a playlist at once).
+    /// Seconds of media prepared past an object a player reached; nil: no bound (every object
+    /// of a playlist when it is planned).
     public let ahead: Double?
 
     /// Objects of all lists held at most (the least recently used lists go first): about
     /// 30 MB of ids and positions.
     let maxObjects: Int
+    /// What an object counts for in a playlist that gives no durations at all.
+    static let unknownDuration = 6.0
+    /// Objects reached before their playlist was planned (a player's first request can come
+    /// before the plan of the playlist it read), kept this long and at most this many.
+    static let pendingFor: Duration = .seconds(30)
+    static let maxPending = 4096
 
     struct List {
         var refs: [ObjectRef]
-        /// Media time at which each object starts, and the end of the last one (seconds;
-        /// an object without a duration, such as an init section, takes none).
+        /// Media time at which each object starts, and the end of the last one (seconds).
         var starts: [Double]
         /// Objects handed out so far. Not a prefix: a player who seeks skips what lies between.
         var released: [Bool]
@@ -35,73 +42,83 @@ public final class ReadAheadWindow: Sendable {
         var names: [String: UInt64] = [:]
         var objects = 0
         var next: UInt64 = 0
+        var pending: [String: ContinuousClock.Instant] = [:]
     }
 
     private let state = Mutex(State())
-    /// Lists held; `reached` costs nothing while there are none.
-    private let listCount = Atomic<Int>(0)
 
     public init(ahead: Duration?, maxObjects: Int = 200_000) {
         self.maxObjects = maxObjects
         self.ahead = ahead.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
     }
 
-    /// A playlist's objects in playback order: the ones due now (those starting within
-    /// `ahead`). A playlist already known (another player of it) is not planned again, and
-    /// nothing more is due.
+    /// A playlist's objects in playback order. Returns those due now: without a bound, all of
+    /// them; else those ahead of objects players reached before the plan (none for a playlist
+    /// opened afresh: the window opens at its first request).
     public func plan(_ refs: [ObjectRef]) -> [ObjectRef] {
         guard let ahead else { return refs }
-        guard let first = refs.first, let last = refs.last else { return [] }
+        guard ahead > 0, let first = refs.first, let last = refs.last else { return [] }
         let name = "\(first.key.id) \(last.key.id) \(refs.count)"
+        let now = ContinuousClock.now
         return state.withLock { s -> [ObjectRef] in
             s.next += 1
-            if let id = s.names[name] {
+            let id: UInt64
+            if let known = s.names[name] {
+                id = known
                 s.lists[id]?.used = s.next
-                return []
+            } else {
+                id = s.next
+                let refs = Array(refs.prefix(maxObjects))
+                Self.evict(to: maxObjects - refs.count, &s)
+                let durations = refs.contains { $0.duration != nil } ? refs.map { max($0.duration ?? 0, 0) } : refs.map { _ in Self.unknownDuration }
+                var starts: [Double] = [0]
+                starts.reserveCapacity(refs.count + 1)
+                for d in durations { starts.append(starts[starts.count - 1] + d) }
+                for (i, ref) in refs.enumerated() { s.positions[ref.key.id] = (id, i) }
+                s.lists[id] = List(refs: refs, starts: starts, released: Array(repeating: false, count: refs.count), used: id)
+                s.names[name] = id
+                s.objects += refs.count
             }
-            let refs = Array(refs.prefix(maxObjects))
-            var starts: [Double] = []
-            starts.reserveCapacity(refs.count + 1)
-            var t = 0.0
-            for ref in refs {
-                starts.append(t)
-                t += max(ref.duration ?? 0, 0)
+            guard !s.pending.isEmpty else { return [] }
+            // Objects of this list reached before it was planned.
+            let count = s.lists[id]!.refs.count
+            var due: [ObjectRef] = []
+            for i in 0..<count {
+                let object = s.lists[id]!.refs[i].key.id
+                guard let at = s.pending[object] else { continue }
+                s.pending[object] = nil
+                if now - at < Self.pendingFor { due += Self.release(after: i, ahead: ahead, &s.lists[id]!) }
             }
-            starts.append(t)
-            let id = s.next
-            var list = List(refs: refs, starts: starts, released: Array(repeating: false, count: refs.count), used: id)
-            Self.evict(to: maxObjects - refs.count, &s)
-            for (i, ref) in refs.enumerated() { s.positions[ref.key.id] = (id, i) }
-            let due = Self.release(from: 0, before: ahead, &list)
-            s.lists[id] = list
-            s.names[name] = id
-            s.objects += refs.count
-            listCount.store(s.lists.count, ordering: .relaxed)
             return due
         }
     }
 
     /// Players reached these objects: the objects of their playlists now due.
     public func reached(_ ids: some Sequence<String>) -> [ObjectRef] {
-        guard let ahead, listCount.load(ordering: .relaxed) > 0 else { return [] }
+        guard let ahead, ahead > 0 else { return [] }
+        let now = ContinuousClock.now
         return state.withLock { s -> [ObjectRef] in
             var due: [ObjectRef] = []
             for id in ids {
-                guard let at = s.positions[id], var list = s.lists[at.list] else { continue }
+                guard let at = s.positions[id], s.lists[at.list] != nil else {
+                    if s.pending.count >= Self.maxPending { s.pending.removeAll() }
+                    s.pending[id] = now
+                    continue
+                }
                 s.next += 1
-                list.used = s.next
-                due += Self.release(from: at.index + 1, before: list.starts[at.index + 1] + ahead, &list)
-                s.lists[at.list] = list
+                s.lists[at.list]!.used = s.next
+                due += Self.release(after: at.index, ahead: ahead, &s.lists[at.list]!)
             }
             return due
         }
     }
 
-    /// Hands out the objects of `list` from `first` on that start before `limit` and were not
-    /// handed out yet.
-    private static func release(from first: Int, before limit: Double, _ list: inout List) -> [ObjectRef] {
+    /// Hands out the objects of `list` after `index` that start within `ahead` of its end and
+    /// were not handed out yet.
+    private static func release(after index: Int, ahead: Double, _ list: inout List) -> [ObjectRef] {
+        let limit = list.starts[index + 1] + ahead
         var due: [ObjectRef] = []
-        var i = first
+        var i = index + 1
         while i < list.refs.count && list.starts[i] < limit {
             if !list.released[i] {
                 list.released[i] = true
@@ -110,6 +127,17 @@ public final class ReadAheadWindow: Sendable {
             i += 1
         }
         return due
+    }
+
+    /// Of `refs`, those a plan or a player's progress handed out (all of them without a bound).
+    public func handedOut(_ refs: [ObjectRef]) -> [ObjectRef] {
+        guard ahead != nil else { return refs }
+        return state.withLock { s in
+            refs.filter { ref in
+                guard let at = s.positions[ref.key.id], let list = s.lists[at.list] else { return false }
+                return list.released[at.index]
+            }
+        }
     }
 
     /// Drops the least recently used lists until at most `limit` objects are held.

@@ -85,6 +85,13 @@ public final class SwarmTracker: Sendable {
         do { try await send(welcome.json) } catch { return "closed" }
         logger.info("node logged in", metadata: ["peer": "\(peer)"])
         var bucket = TokenBucket(rate: messagesPerSecond, burst: 2 * messagesPerSecond)
+        // A long VOD's `prepare` is thousands of objects, and queuing them writes the registry
+        // and the jobs (34 ms for 3,000 here). They are queued one after another off this
+        // loop, so the messages the node sends next, its players' first `sums`, are not held;
+        // a node that sends them faster than they are queued has the excess dropped.
+        let (prepares, queue) = AsyncStream.makeStream(of: SwarmMessage.self, bufferingPolicy: .bufferingOldest(Self.maxQueuedPrepares))
+        Task.detached(priority: .utility) { for await m in prepares { self.prepare(m, from: peer) } }
+        defer { queue.finish() }
         while true {
             let text: String?
             do { text = try await iterator.next() } catch { return "closed" }
@@ -100,6 +107,12 @@ public final class SwarmTracker: Sendable {
                 return "session ended"
             }
             guard let message = SwarmMessage(json: text) else { continue }
+            if message.type == "prepare" {
+                if case .dropped = queue.yield(message) {
+                    logger.warning("prepare dropped: too many queued", metadata: ["peer": "\(peer)"])
+                }
+                continue
+            }
             if message.type == "sums" {
                 // The registry may have to wait for the origin: answered when it knows.
                 answerChecksums(message, from: peer, send: send)
@@ -163,21 +176,21 @@ public final class SwarmTracker: Sendable {
         case "report":
             if let bad = m.peerId, let object = m.object { report(bad, object: object, by: peer) }
             return nil
-        case "prepare":
-            guard let host, let refs = m.refs, !refs.isEmpty else { return nil }
-            // A long VOD's playlist is thousands of objects, and queuing them writes the
-            // registry and the jobs (34 ms for 3,000 here). Done off this connection's loop, so
-            // the messages the node sends next, its players' first `sums`, are not held.
-            let ahead = Array(refs.prefix(Self.maxRefsPerMessage))
-            let whole = m.whole ?? false
-            Task.detached(priority: .utility) {
-                host.prepare(ahead, whole: whole)
-                self.watch(Array(ahead.prefix(Self.pushAhead)), for: peer, host: host)
-            }
-            return nil
         default:
             return nil
         }
+    }
+
+    /// `prepare`s of one connection waiting to be queued, at most.
+    static let maxQueuedPrepares = 16
+
+    /// Queues the objects of a `prepare` for preparation, then watches the first of them for
+    /// the node (`watch`).
+    private func prepare(_ m: SwarmMessage, from peer: String) {
+        guard let host, let refs = m.refs, !refs.isEmpty else { return }
+        let ahead = Array(refs.prefix(Self.maxRefsPerMessage))
+        let preparing = Set(host.prepare(ahead, whole: m.whole ?? false).map(\.key.id))
+        watch(Array(ahead.prefix(Self.pushAhead)), preparing: preparing, for: peer, host: host)
     }
 
     /// Read-ahead objects whose readiness a node is told of unasked: the first of a playlist's,
@@ -189,12 +202,16 @@ public final class SwarmTracker: Sendable {
     /// What follows a `prepare`: the checksums (and holders) of the objects among `refs` that
     /// are ready go to `peer` now, unasked; the others are watched and go to it when they are
     /// ready (`preparationEnded`). Its players' first requests then need no round trip here.
-    private func watch(_ refs: [ObjectRef], for peer: String, host: any TrackerHost) {
+    /// Only objects being prepared (`preparing`) are watched: one outside the read-ahead
+    /// window would never end its preparation, and its watch would stay to the session's end.
+    private func watch(_ refs: [ObjectRef], preparing: Set<String>, for peer: String, host: any TrackerHost) {
         // Watched first, then looked up: an object that becomes ready in between is pushed
         // twice rather than never.
         let send = state.withLock { s -> (@Sendable (String) async throws -> Void)? in
             guard var session = s.sessions[peer] else { return nil }
-            for ref in refs where session.watched.count < Self.maxWatched { session.watched.insert(ref.key.id) }
+            for ref in refs where session.watched.count < Self.maxWatched && preparing.contains(ref.key.id) {
+                session.watched.insert(ref.key.id)
+            }
             s.sessions[peer] = session
             return session.send
         }
@@ -341,8 +358,9 @@ public protocol TrackerHost: Sendable {
     /// is under way and its progress says it will end by then.
     func checksums(_ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool, readyWithin: Duration) async -> ChecksumAnswer
     /// Queues a playlist's objects for preparation ahead of players, in order: those within
-    /// the read-ahead window, or every one if `whole`.
-    func prepare(_ refs: [ObjectRef], whole: Bool)
+    /// the read-ahead window, or every one if `whole`. Returns those of `refs` being prepared
+    /// or prepared for it.
+    func prepare(_ refs: [ObjectRef], whole: Bool) -> [ObjectRef]
     /// Players of the swarm reached these objects (nodes asked for them, wanted or announced
     /// them): read-ahead moves on.
     func reached(_ objectIDs: [String])
