@@ -506,6 +506,28 @@ final class PieceCacheTests {
         #expect(try await settledJobSegments(port, name) == Set(0..<100))
     }
 
+    /// A VOD player reads its playlist once: after a restart of its gateway, its next
+    /// requests still move the read-ahead window on.
+    @Test func readAheadGoesOnAfterTheGatewayRestarts() async throws {
+        let cache = Live.cacheFolder()
+        var (g, port) = try gateway(cache: cache, ["--read-ahead", "20"])
+        let name = "restarted-\(UUID().uuidString.prefix(8))"
+        let list = try await HTTP.get(proxied(port, "/vod/\(name).m3u8?segments=100&size=20000"))
+        // The segments' paths on the gateway, which changes port when it restarts.
+        let paths = list.text.split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap { line in
+            line.range(of: "/hls.vod.p2p.com/").map { String(line[$0.lowerBound...].dropFirst()) }
+        }
+        #expect(paths.count == 100)
+        #expect([200, 302].contains(try await HTTP.get("http://127.0.0.1:\(port)/\(paths[0])").status))
+        #expect(try await settledJobSegments(port, name) == Set(0...5))
+        g.stop()
+        (g, port) = try gateway(cache: cache, ["--read-ahead", "20"])
+        defer { g.stop() }
+        #expect([200, 302].contains(try await HTTP.get("http://127.0.0.1:\(port)/\(paths[10])").status))
+        let after = try await settledJobSegments(port, name)
+        #expect(after == Set(0...5).union(10...15), "\(after.sorted())")
+    }
+
     @Test func prepareQueuesAWholeStreamAndJobsCanBePausedResumedAndCancelled() async throws {
         let samples = Live.packageRoot.appendingPathComponent("samples")
         let (o, oport) = try Live.origin(serving: samples, token: "t")

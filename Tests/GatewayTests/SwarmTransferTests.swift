@@ -242,8 +242,8 @@ final class SwarmTransferTests {
         #expect(sent.max() ?? 0 <= 40, "\(sent.sorted())")
     }
 
-    /// A tracker that restarts has forgotten how far players are; its nodes send their
-    /// playlists again at the new login, so read-ahead goes on where the players are.
+    /// A tracker that restarts keeps the playlists it read ahead (its players read them once),
+    /// so read-ahead goes on where the players are.
     @Test func readAheadGoesOnAfterTheTrackerRestarts() async throws {
         let (origin, originPort) = try Live.objectOrigin()
         defer { origin.stop() }
@@ -264,7 +264,7 @@ final class SwarmTransferTests {
             try await Task.sleep(for: .milliseconds(100))
         }
         // The player goes on to 19 (prefetching to 22): the window reaches 27. Without the
-        // playlist sent again, only what the player and its prefetch asked for would come.
+        // playlist kept, only what the player and its prefetch asked for would come.
         expectCorrect(try await Self.play(port: portA, playlist: list, count: 20), "restart", segments: 20)
         let sent = try await Self.settledOriginSegments(originPort, "restart", including: 0...27)
         #expect(sent.isSuperset(of: 0...27), "\(sent.sorted())")

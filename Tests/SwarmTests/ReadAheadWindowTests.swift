@@ -1,5 +1,6 @@
 import PieceStore
 import Swarm
+import Synchronization
 import Testing
 
 /// Which of a playlist's objects the registry prepares ahead of its players.
@@ -84,5 +85,26 @@ struct ReadAheadWindowTests {
         #expect(window.reached([f[5].key.id]).isEmpty)
         #expect(indices(window.reached([e[5].key.id])) == [6])
         #expect(indices(window.reached([g[5].key.id])) == [6])
+    }
+
+    /// What a restart needs: each playlist planned afresh (and those dropped for it) is told
+    /// to the keeper, and a window restored from them moves on from the next object reached.
+    @Test func plannedPlaylistsAreKeptAndRestoredAfterARestart() {
+        let kept = Mutex<[(name: String, refs: [ObjectRef], dropped: [String])]>([])
+        let before = ReadAheadWindow(ahead: .seconds(8), maxObjects: 15) { name, refs, dropped in
+            kept.withLock { $0.append((name, refs, dropped)) }
+        }
+        let (h, i) = (playlist("h", 10), playlist("i", 10))
+        _ = before.plan(h)
+        _ = before.plan(h)
+        _ = before.plan(i)
+        let log = kept.withLock { $0 }
+        #expect(log.map(\.refs.count) == [10, 10], "a playlist planned again is not kept again")
+        #expect(log[0].dropped.isEmpty)
+        #expect(log[1].dropped == [log[0].name], "h made room for i")
+        let after = ReadAheadWindow(ahead: .seconds(8))
+        after.restore(log.map { ($0.name, $0.refs) })
+        #expect(indices(after.reached([i[4].key.id])) == [5, 6])
+        #expect(after.plan(i).isEmpty, "a restored playlist is known")
     }
 }

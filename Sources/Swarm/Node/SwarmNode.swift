@@ -93,7 +93,17 @@ public final class SwarmNode: Sendable {
             throw SwarmError("registry: \(error)")
         }
         self.origin = origin
-        self.readAhead = ReadAheadWindow(ahead: readAhead)
+        // The playlists read ahead are kept beside the jobs: after a restart, players who read
+        // a playlist before it (VOD players read it once) still move the window on.
+        let keeper = storage
+        self.readAhead = ReadAheadWindow(ahead: readAhead) { name, refs, dropped in
+            do { try keeper.savePlaylist(name: name, refs: refs, dropping: dropped) } catch {
+                logger.warning("cannot keep a read-ahead playlist", metadata: ["error": "\(error)"])
+            }
+        }
+        do { self.readAhead.restore(try storage.loadPlaylists()) } catch {
+            logger.warning("cannot read the read-ahead playlists", metadata: ["error": "\(error)"])
+        }
         var peers = OriginClient.Configuration()
         peers.addressPolicy = .peers
         peers.retries = 0

@@ -42,17 +42,11 @@ public final class TrackerLink: Service, Sendable {
         /// Requests waiting for the tracker's answer, by request id.
         var waiting: [Int: CheckedContinuation<SwarmMessage?, Never>] = [:]
         var logins = 0
-        /// Playlists asked for read-ahead lately, oldest first: sent again at each login, since
-        /// a tracker that restarted has forgotten how far their players are.
-        var readAhead: [(name: String, refs: [ObjectRef])] = []
         /// Where checksums the tracker sends unasked go.
         var ready: (@Sendable ([(ref: ObjectRef, answer: ChecksumAnswer, peers: [SwarmPeer])]) -> Void)?
     }
 
     public let configuration: Configuration
-    /// Read-ahead playlists sent again at each login, at most, and their objects at most.
-    static let rememberedPlaylists = 32
-    static let rememberedObjects = 50_000
     /// The objects to announce at each login.
     private let held: @Sendable () -> [String]
     private let state = Mutex(State())
@@ -126,13 +120,6 @@ public final class TrackerLink: Service, Sendable {
                 }
                 self.logger.info("logged in to the tracker", metadata: ["tracker": "\(c.url)"])
                 defer { self.disconnected() }
-                // The playlists read ahead lately, then what the node holds: the tracker's
-                // read-ahead then moves on from where its players are.
-                for refs in self.state.withLock({ $0.readAhead.map(\.refs) }) {
-                    var m = SwarmMessage(type: "prepare")
-                    m.refs = refs
-                    try await send(m.json)
-                }
                 let objects = self.held()
                 if !objects.isEmpty { try await self.send(type: "have", objects: objects) }
                 let beat = Duration.seconds(max(1, welcome.heartbeat ?? 10))
@@ -201,25 +188,13 @@ public final class TrackerLink: Service, Sendable {
         try? await send(m.json)
     }
 
-    /// Asks the tracker's registry to prepare a playlist's objects ahead of players: a window
-    /// of them ahead of the objects its players reach, or every one if `whole`. While the
-    /// tracker is away a `whole` one is dropped and a read-ahead one waits for the next login.
+    /// Asks the tracker's registry to prepare a playlist's objects ahead of players (no-op
+    /// while away): a window of them ahead of the objects its players reach, or every one if
+    /// `whole`. The tracker keeps the playlists it read ahead across its restarts.
     /// The tracker sends the checksums of the first of them unasked: now for those that are
     /// ready, the others when they are.
     public func prepare(_ refs: [ObjectRef], whole: Bool = false) async {
-        guard let first = refs.first, let last = refs.last else { return }
-        let send = state.withLock { s in
-            if !whole {
-                let name = "\(first.key.id) \(last.key.id) \(refs.count)"
-                s.readAhead.removeAll { $0.name == name }
-                s.readAhead.append((name, refs))
-                while s.readAhead.count > Self.rememberedPlaylists || s.readAhead.reduce(0, { $0 + $1.refs.count }) > Self.rememberedObjects {
-                    s.readAhead.removeFirst()
-                }
-            }
-            return s.send
-        }
-        guard let send else { return }
+        guard let send = state.withLock({ $0.send }), !refs.isEmpty else { return }
         var m = SwarmMessage(type: "prepare")
         m.refs = refs
         if whole { m.whole = true }

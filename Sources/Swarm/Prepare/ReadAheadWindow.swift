@@ -46,10 +46,50 @@ public final class ReadAheadWindow: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Told of each playlist planned afresh and of those dropped to make room for it, outside
+    /// the lock: the registry keeps them, so that a restart goes on reading ahead.
+    private let keep: (@Sendable (_ name: String, _ refs: [ObjectRef], _ dropped: [String]) -> Void)?
 
-    public init(ahead: Duration?, maxObjects: Int = 200_000) {
+    public init(
+        ahead: Duration?, maxObjects: Int = 200_000,
+        keep: (@Sendable (_ name: String, _ refs: [ObjectRef], _ dropped: [String]) -> Void)? = nil
+    ) {
         self.maxObjects = maxObjects
         self.ahead = ahead.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
+        self.keep = keep
+    }
+
+    /// Playlists planned before a restart, least recently planned first: known again, with
+    /// nothing handed out, so their players' next requests move their windows on.
+    public func restore(_ playlists: [(name: String, refs: [ObjectRef])]) {
+        guard let ahead, ahead > 0 else { return }
+        state.withLock { s in
+            for (name, refs) in playlists where !refs.isEmpty && s.names[name] == nil {
+                s.next += 1
+                _ = Self.add(name, refs, id: s.next, maxObjects: maxObjects, &s)
+            }
+        }
+    }
+
+    static func name(of refs: [ObjectRef]) -> String? {
+        guard let first = refs.first, let last = refs.last else { return nil }
+        return "\(first.key.id) \(last.key.id) \(refs.count)"
+    }
+
+    /// Adds a list of `refs` under `name` and `id`, dropping the least recently used lists
+    /// past the bound; returns the names of those dropped.
+    private static func add(_ name: String, _ refs: [ObjectRef], id: UInt64, maxObjects: Int, _ s: inout State) -> [String] {
+        let refs = Array(refs.prefix(maxObjects))
+        let dropped = evict(to: maxObjects - refs.count, &s)
+        let durations = refs.contains { $0.duration != nil } ? refs.map { max($0.duration ?? 0, 0) } : refs.map { _ in unknownDuration }
+        var starts: [Double] = [0]
+        starts.reserveCapacity(refs.count + 1)
+        for d in durations { starts.append(starts[starts.count - 1] + d) }
+        for (i, ref) in refs.enumerated() { s.positions[ref.key.id] = (id, i) }
+        s.lists[id] = List(refs: refs, starts: starts, released: Array(repeating: false, count: refs.count), used: id)
+        s.names[name] = id
+        s.objects += refs.count
+        return dropped
     }
 
     /// A playlist's objects in playback order. Returns those due now: without a bound, all of
@@ -57,9 +97,10 @@ public final class ReadAheadWindow: Sendable {
     /// opened afresh: the window opens at its first request).
     public func plan(_ refs: [ObjectRef]) -> [ObjectRef] {
         guard let ahead else { return refs }
-        guard ahead > 0, let first = refs.first, let last = refs.last else { return [] }
-        let name = "\(first.key.id) \(last.key.id) \(refs.count)"
+        guard ahead > 0, let name = Self.name(of: refs) else { return [] }
         let now = ContinuousClock.now
+        var dropped: [String]?
+        defer { if let dropped { keep?(name, refs, dropped) } }
         return state.withLock { s -> [ObjectRef] in
             s.next += 1
             let id: UInt64
@@ -68,16 +109,7 @@ public final class ReadAheadWindow: Sendable {
                 s.lists[id]?.used = s.next
             } else {
                 id = s.next
-                let refs = Array(refs.prefix(maxObjects))
-                Self.evict(to: maxObjects - refs.count, &s)
-                let durations = refs.contains { $0.duration != nil } ? refs.map { max($0.duration ?? 0, 0) } : refs.map { _ in Self.unknownDuration }
-                var starts: [Double] = [0]
-                starts.reserveCapacity(refs.count + 1)
-                for d in durations { starts.append(starts[starts.count - 1] + d) }
-                for (i, ref) in refs.enumerated() { s.positions[ref.key.id] = (id, i) }
-                s.lists[id] = List(refs: refs, starts: starts, released: Array(repeating: false, count: refs.count), used: id)
-                s.names[name] = id
-                s.objects += refs.count
+                dropped = Self.add(name, refs, id: id, maxObjects: maxObjects, &s)
             }
             guard !s.pending.isEmpty else { return [] }
             // Objects of this list reached before it was planned.
@@ -140,13 +172,17 @@ public final class ReadAheadWindow: Sendable {
         }
     }
 
-    /// Drops the least recently used lists until at most `limit` objects are held.
-    private static func evict(to limit: Int, _ s: inout State) {
+    /// Drops the least recently used lists until at most `limit` objects are held; returns
+    /// their names.
+    private static func evict(to limit: Int, _ s: inout State) -> [String] {
+        var dropped: [String] = []
         while s.objects > max(limit, 0), let (id, list) = s.lists.min(by: { $0.value.used < $1.value.used }) {
             s.lists[id] = nil
             s.objects -= list.refs.count
             for ref in list.refs where s.positions[ref.key.id]?.list == id { s.positions[ref.key.id] = nil }
+            dropped += s.names.filter { $0.value == id }.map(\.key)
             s.names = s.names.filter { $0.value != id }
         }
+        return dropped
     }
 }

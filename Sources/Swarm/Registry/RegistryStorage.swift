@@ -9,6 +9,10 @@ public protocol RegistryStorage: Sendable {
     /// Writes `jobs` together (one transaction where the storage has them).
     func save(jobs: [PrepareJob]) throws(RegistryError)
     func deleteJobs(_ ids: [String]) throws(RegistryError)
+    /// The playlists read ahead (`ReadAheadWindow`), least recently planned first.
+    func loadPlaylists() throws(RegistryError) -> [(name: String, refs: [ObjectRef])]
+    /// Keeps a playlist read ahead, and forgets those dropped from the window.
+    func savePlaylist(name: String, refs: [ObjectRef], dropping dropped: [String]) throws(RegistryError)
     /// Succeeds when the storage answers (for `/ready`).
     func ping() throws(RegistryError)
 }

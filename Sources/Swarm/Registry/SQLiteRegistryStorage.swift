@@ -23,6 +23,8 @@ public final class SQLiteRegistryStorage: RegistryStorage {
                         url TEXT NOT NULL, state TEXT NOT NULL, urgent INTEGER NOT NULL, sequence INTEGER NOT NULL,
                         piece_size INTEGER NOT NULL, length INTEGER, bytes_done INTEGER NOT NULL,
                         validator TEXT, digests BLOB NOT NULL, error TEXT);
+                    CREATE TABLE IF NOT EXISTS read_ahead_playlists (
+                        name TEXT PRIMARY KEY, refs BLOB NOT NULL, planned REAL NOT NULL);
                     """)
             }
         } catch {
@@ -133,6 +135,34 @@ public final class SQLiteRegistryStorage: RegistryStorage {
             }
         } catch {
             throw RegistryError("cannot delete prepare jobs: \(error)")
+        }
+    }
+
+    public func loadPlaylists() throws(RegistryError) -> [(name: String, refs: [ObjectRef])] {
+        do {
+            let decoder = JSONDecoder()
+            return try database.read { db in
+                try Row.fetchAll(db, sql: "SELECT name, refs FROM read_ahead_playlists ORDER BY planned").compactMap { row in
+                    let refs: Data = row["refs"]
+                    return (try? decoder.decode([ObjectRef].self, from: refs)).map { (row["name"], $0) }
+                }
+            }
+        } catch {
+            throw RegistryError("cannot read the read-ahead playlists: \(error)")
+        }
+    }
+
+    public func savePlaylist(name: String, refs: [ObjectRef], dropping dropped: [String]) throws(RegistryError) {
+        do {
+            let encoded = try JSONEncoder().encode(refs)
+            try database.write { db in
+                for old in dropped { try db.execute(sql: "DELETE FROM read_ahead_playlists WHERE name = ?", arguments: [old]) }
+                try db.execute(
+                    sql: "INSERT OR REPLACE INTO read_ahead_playlists (name, refs, planned) VALUES (?, ?, ?)",
+                    arguments: [name, encoded, Date().timeIntervalSince1970])
+            }
+        } catch {
+            throw RegistryError("cannot write a read-ahead playlist: \(error)")
         }
     }
 
