@@ -143,13 +143,12 @@ struct LocalRegistryHost: TrackerHost {
 
     func checksums(_ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool, readyWithin: Duration) async -> ChecksumAnswer {
         guard Self.names(ref) else { return ChecksumAnswer(state: .failed, reason: "the URL does not name the object asked about") }
-        node.reached([ref.key.id])
         return await node.checksums(ref, urgent: urgent, wait: waitForOrigin ? wait : .zero, readyWithin: readyWithin)
     }
 
     func prepare(_ refs: [ObjectRef], whole: Bool) -> [ObjectRef] { node.prepareAhead(refs.filter(Self.names), whole: whole) }
 
-    func reached(_ objectIDs: [String]) { node.reached(objectIDs) }
+    func reached(_ objectIDs: [String], remember: Bool) -> [ObjectRef] { node.reached(objectIDs, remember: remember) }
 
     func readyAnswer(_ ref: ObjectRef) -> ChecksumAnswer? {
         node.registry.readyAnswer(ref.key)

@@ -47,12 +47,18 @@ final class SwarmTransferTests {
     static func play(port: Int, playlist: String, count: Int = .max) async throws -> [(body: Data, seconds: Double)] {
         let list = try await HTTP.get("http://127.0.0.1:\(port)\(playlist)")
         guard list.status == 200 else { throw TestFailure("playlist: \(list.status) \(list.text)") }
+        return try await fetch(Array(segmentURLs(list).prefix(count)))
+    }
+
+    /// Fetches media URLs in order as a player does (a 302 followed to the origin): each one's
+    /// bytes and how long it took.
+    static func fetch(_ urls: [String]) async throws -> [(body: Data, seconds: Double)] {
         var out: [(Data, Double)] = []
-        for line in segmentURLs(list).prefix(count) {
+        for url in urls {
             let start = ContinuousClock.now
-            var r = try await HTTP.get(line)
+            var r = try await HTTP.get(url)
             if r.status == 302, let location = r.headers.first(where: { $0.key.lowercased() == "location" })?.value { r = try await HTTP.get(location) }
-            guard r.status == 200 else { throw TestFailure("\(line): \(r.status) \(r.text)") }
+            guard r.status == 200 else { throw TestFailure("\(url): \(r.status) \(r.text)") }
             let d = ContinuousClock.now - start
             out.append((r.body, Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18))
         }
@@ -115,9 +121,9 @@ final class SwarmTransferTests {
         return Task { try await WSExchange.run(ws, send: messages, replies: 2, hold: .seconds(20), onReplies: announced) }
     }
 
-    func expectCorrect(_ played: [(body: Data, seconds: Double)], _ name: String, segments: Int) {
+    func expectCorrect(_ played: [(body: Data, seconds: Double)], _ name: String, segments: Int, from first: Int = 0) {
         #expect(played.count == segments)
-        for (k, p) in played.enumerated() { #expect(p.body == Self.segment(name, k), "segment \(k) of \(name)") }
+        for (k, p) in played.enumerated() { #expect(p.body == Self.segment(name, first + k), "segment \(first + k) of \(name)") }
     }
 
     /// An origin, a tracker and nodes A and B logged in to it, where A has played VOD `name`
@@ -242,6 +248,29 @@ final class SwarmTransferTests {
         #expect(sent.max() ?? 0 <= 40, "\(sent.sorted())")
     }
 
+    /// A playlist a node read while its tracker was away reaches the tracker at the node's
+    /// login: its player read it once, and its read-ahead starts where the player is.
+    @Test func aPlaylistReadWhileTheTrackerWasAwayIsReadAheadOnceItIsBack() async throws {
+        let (origin, originPort) = try Live.objectOrigin()
+        defer { origin.stop() }
+        let trackerPort = try GatewayServer.freeLoopbackPort()
+        let (a, portA) = try Live.gateway([
+            "--allow-origin", "127.0.0.1:\(originPort)", "--tracker", "ws://127.0.0.1:\(trackerPort)/swarm/v1/ws", "--app-secret-file", secretFile,
+        ])
+        defer { a.stop() }
+        let list = Self.playlist("away-read", originPort: originPort, segments: 200)
+        let urls = Self.segmentURLs(try await HTTP.get("http://127.0.0.1:\(portA)\(list)"))
+        #expect(urls.count == 200)
+        let (t, _) = try tracker(port: trackerPort, dir: Live.cacheFolder(), originPort: originPort, ["--read-ahead", "20"])
+        defer { t.stop() }
+        _ = try a.waitForStderr(#/(logged in) to the tracker/#)
+        // The player asks for 3 (prefetching 4 to 6): the window takes 4 to 8.
+        expectCorrect(try await Self.fetch([urls[3]]), "away-read", segments: 1, from: 3)
+        let sent = try await Self.settledOriginSegments(originPort, "away-read", including: 3...8)
+        #expect(sent.isSuperset(of: 3...8), "\(sent.sorted())")
+        #expect(sent.max() ?? 0 <= 10, "\(sent.sorted())")
+    }
+
     /// A tracker that restarts keeps the playlists it read ahead (its players read them once),
     /// so read-ahead goes on where the players are.
     @Test func readAheadGoesOnAfterTheTrackerRestarts() async throws {
@@ -253,7 +282,8 @@ final class SwarmTransferTests {
         let (a, portA) = try node(trackerPort: trackerPort, originPort: originPort)
         defer { a.stop() }
         let list = Self.playlist("restart", originPort: originPort, segments: 200)
-        expectCorrect(try await Self.play(port: portA, playlist: list, count: 3), "restart", segments: 3)
+        let urls = Self.segmentURLs(try await HTTP.get("http://127.0.0.1:\(portA)\(list)"))
+        expectCorrect(try await Self.fetch(Array(urls.prefix(3))), "restart", segments: 3)
         _ = try await Self.settledOriginSegments(originPort, "restart", including: 0...7)
         t.stop()
         (t, _) = try tracker(port: trackerPort, dir: dir, originPort: originPort, ["--read-ahead", "20"])
@@ -263,9 +293,10 @@ final class SwarmTransferTests {
             guard ContinuousClock.now < deadline else { throw TestFailure("no second login: \(a.stderr)") }
             try await Task.sleep(for: .milliseconds(100))
         }
-        // The player goes on to 19 (prefetching to 22): the window reaches 27. Without the
-        // playlist kept, only what the player and its prefetch asked for would come.
-        expectCorrect(try await Self.play(port: portA, playlist: list, count: 20), "restart", segments: 20)
+        // The player goes on to 19 (prefetching to 22), without reading the playlist again:
+        // the window reaches 27. Without the playlist kept, only what the player and its
+        // prefetch asked for would come.
+        expectCorrect(try await Self.fetch(Array(urls.prefix(20))), "restart", segments: 20)
         let sent = try await Self.settledOriginSegments(originPort, "restart", including: 0...27)
         #expect(sent.isSuperset(of: 0...27), "\(sent.sorted())")
         #expect(sent.max() ?? 0 <= 30, "\(sent.sorted())")

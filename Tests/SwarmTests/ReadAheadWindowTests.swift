@@ -90,21 +90,40 @@ struct ReadAheadWindowTests {
     /// What a restart needs: each playlist planned afresh (and those dropped for it) is told
     /// to the keeper, and a window restored from them moves on from the next object reached.
     @Test func plannedPlaylistsAreKeptAndRestoredAfterARestart() {
-        let kept = Mutex<[(name: String, refs: [ObjectRef], dropped: [String])]>([])
-        let before = ReadAheadWindow(ahead: .seconds(8), maxObjects: 15) { name, refs, dropped in
-            kept.withLock { $0.append((name, refs, dropped)) }
-        }
+        let kept = Mutex<[(planned: (name: String, refs: [ObjectRef])?, dropped: [String])]>([])
+        let keeper: ReadAheadWindow.Keeper = { planned, dropped in kept.withLock { $0.append((planned, dropped)) } }
+        let before = ReadAheadWindow(ahead: .seconds(8), maxObjects: 15, keep: keeper)
         let (h, i) = (playlist("h", 10), playlist("i", 10))
         _ = before.plan(h)
         _ = before.plan(h)
         _ = before.plan(i)
-        let log = kept.withLock { $0 }
-        #expect(log.map(\.refs.count) == [10, 10], "a playlist planned again is not kept again")
+        var log = kept.withLock { $0 }
+        #expect(log.map { $0.planned?.refs.count } == [10, 10], "a playlist planned again is not kept again")
         #expect(log[0].dropped.isEmpty)
-        #expect(log[1].dropped == [log[0].name], "h made room for i")
-        let after = ReadAheadWindow(ahead: .seconds(8))
-        after.restore(log.map { ($0.name, $0.refs) })
+        #expect(log[1].dropped == [log[0].planned!.name], "h made room for i")
+        // A player's newer URLs (new tokens) for the same objects replace the kept ones.
+        let renewed = i.map { ObjectRef(key: $0.key, url: $0.url + "?token=new", duration: $0.duration) }
+        _ = before.plan(renewed)
+        log = kept.withLock { $0 }
+        #expect(log.count == 3)
+        #expect(log[2].planned?.refs.first?.url.hasSuffix("?token=new") == true)
+
+        let after = ReadAheadWindow(ahead: .seconds(8), keep: keeper)
+        after.restore([log[2].planned!])
         #expect(indices(after.reached([i[4].key.id])) == [5, 6])
-        #expect(after.plan(i).isEmpty, "a restored playlist is known")
+        #expect(after.reached([i[8].key.id]).first?.url.hasSuffix("?token=new") == true)
+        #expect(after.plan(renewed).isEmpty, "a restored playlist is known")
+    }
+
+    /// Restoring more than the bound drops the oldest, and tells the keeper to forget them.
+    @Test func aRestoreOverTheBoundForgetsTheOldest() {
+        let kept = Mutex<[String]>([])
+        let window = ReadAheadWindow(ahead: .seconds(8), maxObjects: 15) { _, dropped in kept.withLock { $0 += dropped } }
+        let (j, k) = (playlist("j", 10), playlist("k", 10))
+        let names = [j, k].map { "\($0.first!.key.id) \($0.last!.key.id) 10" }
+        window.restore([(names[0], j), (names[1], k)])
+        #expect(kept.withLock { $0 } == [names[0]])
+        #expect(window.reached([j[2].key.id]).isEmpty)
+        #expect(indices(window.reached([k[2].key.id])) == [3, 4])
     }
 }

@@ -93,7 +93,10 @@ struct TrackerSessionTests {
             ChecksumAnswer(state: .preparing)
         }
         let reachedIDs = Mutex<[String]>([])
-        func reached(_ objectIDs: [String]) { reachedIDs.withLock { $0 += objectIDs } }
+        func reached(_ objectIDs: [String], remember: Bool) -> [ObjectRef] {
+            reachedIDs.withLock { $0 += objectIDs }
+            return []
+        }
         func prepare(_ refs: [ObjectRef], whole: Bool) -> [ObjectRef] {
             _ = gate.wait(timeout: .now() + 30)
             prepared.withLock { $0 += refs }
@@ -139,6 +142,93 @@ struct TrackerSessionTests {
         try await c.waitFor(2)
         #expect(c.sent.withLock { $0.last?.type } == "peers")
         #expect(host.reachedIDs.withLock { $0 } == ["o1", "o2", "o3"])
+        c.feed.finish()
+    }
+
+    /// A host that prepares only some of what it is asked to, and whose objects are ready
+    /// once the test says so.
+    final class PartialHost: TrackerHost {
+        let seedPeerID = "seed"
+        let seedURL = "http://127.0.0.1:9"
+        let ready = Mutex<Set<String>>([])
+        let released: [ObjectRef]
+        let prepareCalls = Atomic<Int>(0)
+
+        init(releasing released: [ObjectRef]) { self.released = released }
+
+        func holds(_ objectID: String) -> Bool { false }
+        func checksums(_ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool, readyWithin: Duration) async -> ChecksumAnswer {
+            ChecksumAnswer(state: .preparing)
+        }
+        func prepare(_ refs: [ObjectRef], whole: Bool) -> [ObjectRef] {
+            prepareCalls.add(1, ordering: .sequentiallyConsistent)
+            return Array(refs.prefix(1))
+        }
+        func reached(_ objectIDs: [String], remember: Bool) -> [ObjectRef] { released }
+        func readyAnswer(_ ref: ObjectRef) -> ChecksumAnswer? {
+            guard ready.withLock({ $0.contains(ref.key.id) }) else { return nil }
+            let checksums = PieceChecksums(layout: PieceLayout(length: 10, pieceSize: 1024), digests: [SHA256.hash(Array(repeating: 1, count: 10))])!
+            return ChecksumAnswer(ready: RegistryEntry(key: ref.key, state: .ready), checksums: checksums)
+        }
+    }
+
+    static func ref(_ name: String) -> ObjectRef {
+        ObjectRef(key: ObjectKey(xresid: "s", host: "cdn.example.com", path: "/\(name).ts"), url: "http://cdn.example.com/\(name).ts")
+    }
+
+    /// The objects pushed to a node unasked (`sums` without a request id), in order.
+    static func pushed(_ c: Connection) -> [String] {
+        c.sent.withLock { $0.filter { $0.type == "sums" && $0.rid == nil }.flatMap { $0.items ?? [] }.compactMap(\.object) }
+    }
+
+    /// The checksums of a playlist's objects reach the node unasked when their preparation
+    /// ends: those the registry prepares for the playlist, and those read-ahead started as the
+    /// node's players went on. One it does not prepare is not watched (it would stay so).
+    @Test func preparationsEndingReachTheNodesThatWaitForThemAndOnlyThose() async throws {
+        let (a, b, c3) = (Self.ref("a"), Self.ref("b"), Self.ref("c"))
+        let host = PartialHost(releasing: [c3])
+        let tracker = SwarmTracker(appID: "app", secret: Self.secret, host: host, logger: Logger(label: "test"))
+        let (c, _) = try await open(tracker, peer: "watcher")
+        var prepare = SwarmMessage(type: "prepare")
+        prepare.refs = [a, b]
+        c.feed.yield(prepare.json)
+        var want = SwarmMessage(type: "want")
+        want.object = "x"
+        want.rid = 1
+        c.feed.yield(want.json)
+        try await c.waitFor(2)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while host.prepareCalls.load(ordering: .sequentiallyConsistent) == 0 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        host.ready.withLock { $0 = [a.key.id, b.key.id, c3.key.id] }
+        for r in [a, b, c3] { tracker.preparationEnded(r) }
+        let until = ContinuousClock.now + .seconds(10)
+        while Self.pushed(c).count < 2 && ContinuousClock.now < until { try await Task.sleep(for: .milliseconds(10)) }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(Self.pushed(c).sorted() == [a.key.id, c3.key.id].sorted())
+        c.feed.finish()
+    }
+
+    /// A node that sends prepares faster than they are queued has the excess dropped: one
+    /// runs, 64 wait.
+    @Test func aConnectionsPreparesBeyondTheQueueAreDropped() async throws {
+        let host = StalledHost()
+        let tracker = SwarmTracker(appID: "app", secret: Self.secret, host: host, logger: Logger(label: "test"))
+        let (c, _) = try await open(tracker, peer: "flood")
+        for i in 0..<70 {
+            var prepare = SwarmMessage(type: "prepare")
+            prepare.refs = [Self.ref("f\(i)")]
+            c.feed.yield(prepare.json)
+        }
+        c.feed.yield(SwarmMessage(type: "ping").json)
+        try await c.waitFor(2)
+        for _ in 0..<70 { host.release() }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while host.prepared.withLock({ $0.count }) < 65 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(host.prepared.withLock { $0.count } == 65)
         c.feed.finish()
     }
 }

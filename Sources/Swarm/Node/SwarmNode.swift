@@ -94,11 +94,20 @@ public final class SwarmNode: Sendable {
         }
         self.origin = origin
         // The playlists read ahead are kept beside the jobs: after a restart, players who read
-        // a playlist before it (VOD players read it once) still move the window on.
+        // a playlist before it (VOD players read it once) still move the window on. Written in
+        // the order the window changed, on a queue of their own (a long VOD's list is a few
+        // MB of JSON): neither the window's lock nor Swift's thread pool waits on SQLite.
         let keeper = storage
-        self.readAhead = ReadAheadWindow(ahead: readAhead) { name, refs, dropped in
-            do { try keeper.savePlaylist(name: name, refs: refs, dropping: dropped) } catch {
-                logger.warning("cannot keep a read-ahead playlist", metadata: ["error": "\(error)"])
+        let writes = DispatchQueue(label: "swarmgate.read-ahead-playlists")
+        let failures = RepeatedFailureLog("cannot keep the read-ahead playlists", logger: logger)
+        self.readAhead = ReadAheadWindow(ahead: readAhead) { planned, dropped in
+            writes.async {
+                do {
+                    try keeper.savePlaylist(planned, dropping: dropped)
+                    failures.succeeded()
+                } catch {
+                    failures.failed(["error": "\(error)"])
+                }
             }
         }
         do { self.readAhead.restore(try storage.loadPlaylists()) } catch {
@@ -235,11 +244,15 @@ public final class SwarmNode: Sendable {
     /// Players reached these objects (this node's, or the swarm's as nodes ask for them and
     /// announce them): the read-ahead window of their playlists moves on. The objects it
     /// brings in are queued in the background (queuing writes the registry).
-    public func reached(_ ids: [String]) {
-        let due = readAhead.reached(ids)
-        guard !due.isEmpty else { return }
+    /// Returns the objects it brings in; those of no playlist known yet wait for its plan if
+    /// `remember`.
+    @discardableResult
+    public func reached(_ ids: [String], remember: Bool = true) -> [ObjectRef] {
+        let due = readAhead.reached(ids, remember: remember)
+        guard !due.isEmpty else { return [] }
         let queue = prepareQueue
         Task.detached(priority: .utility) { queue.enqueue(due.map { ($0.key, $0.url) }, urgent: false) }
+        return due
     }
 
     /// The tracker's registry made ready objects this node asked it to prepare: their

@@ -42,11 +42,16 @@ public final class TrackerLink: Service, Sendable {
         /// Requests waiting for the tracker's answer, by request id.
         var waiting: [Int: CheckedContinuation<SwarmMessage?, Never>] = [:]
         var logins = 0
+        /// Read-ahead playlists asked for while the tracker was away, sent at the next login
+        /// (a VOD player reads its playlist once, so it would not be asked for again).
+        var unsent: [[ObjectRef]] = []
         /// Where checksums the tracker sends unasked go.
         var ready: (@Sendable ([(ref: ObjectRef, answer: ChecksumAnswer, peers: [SwarmPeer])]) -> Void)?
     }
 
     public let configuration: Configuration
+    /// Read-ahead playlists kept for the next login, at most.
+    static let maxUnsent = 32
     /// The objects to announce at each login.
     private let held: @Sendable () -> [String]
     private let state = Mutex(State())
@@ -120,6 +125,11 @@ public final class TrackerLink: Service, Sendable {
                 }
                 self.logger.info("logged in to the tracker", metadata: ["tracker": "\(c.url)"])
                 defer { self.disconnected() }
+                for refs in self.state.withLock({ s in defer { s.unsent = [] }; return s.unsent }) {
+                    var m = SwarmMessage(type: "prepare")
+                    m.refs = refs
+                    try await send(m.json)
+                }
                 let objects = self.held()
                 if !objects.isEmpty { try await self.send(type: "have", objects: objects) }
                 let beat = Duration.seconds(max(1, welcome.heartbeat ?? 10))
@@ -188,13 +198,22 @@ public final class TrackerLink: Service, Sendable {
         try? await send(m.json)
     }
 
-    /// Asks the tracker's registry to prepare a playlist's objects ahead of players (no-op
-    /// while away): a window of them ahead of the objects its players reach, or every one if
-    /// `whole`. The tracker keeps the playlists it read ahead across its restarts.
-    /// The tracker sends the checksums of the first of them unasked: now for those that are
-    /// ready, the others when they are.
+    /// Asks the tracker's registry to prepare a playlist's objects ahead of players: a window
+    /// of them ahead of the objects its players reach, or every one if `whole`. While the
+    /// tracker is away, a read-ahead one waits for the next login (the last 32 at most) and a
+    /// `whole` one is dropped. The tracker keeps the playlists it read ahead across restarts,
+    /// and sends the checksums of the first of them unasked: now for those that are ready,
+    /// the others when they are.
     public func prepare(_ refs: [ObjectRef], whole: Bool = false) async {
-        guard let send = state.withLock({ $0.send }), !refs.isEmpty else { return }
+        guard !refs.isEmpty else { return }
+        let send = state.withLock { s in
+            if s.send == nil && !whole {
+                s.unsent.append(refs)
+                if s.unsent.count > Self.maxUnsent { s.unsent.removeFirst() }
+            }
+            return s.send
+        }
+        guard let send else { return }
         var m = SwarmMessage(type: "prepare")
         m.refs = refs
         if whole { m.whole = true }

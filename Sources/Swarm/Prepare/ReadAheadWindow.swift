@@ -46,14 +46,13 @@ public final class ReadAheadWindow: Sendable {
     }
 
     private let state = Mutex(State())
-    /// Told of each playlist planned afresh and of those dropped to make room for it, outside
-    /// the lock: the registry keeps them, so that a restart goes on reading ahead.
-    private let keep: (@Sendable (_ name: String, _ refs: [ObjectRef], _ dropped: [String]) -> Void)?
+    /// Told of each playlist planned (afresh, or with other URLs: new anti-leech tokens) and of
+    /// those dropped, in the order they happen: the registry keeps them, so that a restart goes
+    /// on reading ahead. Called under the window's lock, so it must only hand the change on.
+    public typealias Keeper = @Sendable (_ planned: (name: String, refs: [ObjectRef])?, _ dropped: [String]) -> Void
+    private let keep: Keeper?
 
-    public init(
-        ahead: Duration?, maxObjects: Int = 200_000,
-        keep: (@Sendable (_ name: String, _ refs: [ObjectRef], _ dropped: [String]) -> Void)? = nil
-    ) {
+    public init(ahead: Duration?, maxObjects: Int = 200_000, keep: Keeper? = nil) {
         self.maxObjects = maxObjects
         self.ahead = ahead.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
         self.keep = keep
@@ -64,10 +63,12 @@ public final class ReadAheadWindow: Sendable {
     public func restore(_ playlists: [(name: String, refs: [ObjectRef])]) {
         guard let ahead, ahead > 0 else { return }
         state.withLock { s in
+            var dropped: [String] = []
             for (name, refs) in playlists where !refs.isEmpty && s.names[name] == nil {
                 s.next += 1
-                _ = Self.add(name, refs, id: s.next, maxObjects: maxObjects, &s)
+                dropped += Self.add(name, refs, id: s.next, maxObjects: maxObjects, &s)
             }
+            if !dropped.isEmpty { keep?(nil, dropped) }
         }
     }
 
@@ -99,17 +100,22 @@ public final class ReadAheadWindow: Sendable {
         guard let ahead else { return refs }
         guard ahead > 0, let name = Self.name(of: refs) else { return [] }
         let now = ContinuousClock.now
-        var dropped: [String]?
-        defer { if let dropped { keep?(name, refs, dropped) } }
         return state.withLock { s -> [ObjectRef] in
             s.next += 1
             let id: UInt64
             if let known = s.names[name] {
                 id = known
-                s.lists[id]?.used = s.next
+                s.lists[id]!.used = s.next
+                // The same objects under URLs of their own (a player's newer tokens): those are
+                // the ones to prepare from from now on.
+                if s.lists[id]!.refs.count == refs.count, s.lists[id]!.refs.map(\.url) != refs.map(\.url) {
+                    s.lists[id]!.refs = refs
+                    keep?((name, refs), [])
+                }
             } else {
                 id = s.next
-                dropped = Self.add(name, refs, id: id, maxObjects: maxObjects, &s)
+                let dropped = Self.add(name, refs, id: id, maxObjects: maxObjects, &s)
+                keep?((name, refs), dropped)
             }
             guard !s.pending.isEmpty else { return [] }
             // Objects of this list reached before it was planned.
@@ -125,15 +131,21 @@ public final class ReadAheadWindow: Sendable {
         }
     }
 
-    /// Players reached these objects: the objects of their playlists now due.
-    public func reached(_ ids: some Sequence<String>) -> [ObjectRef] {
+    /// Players reached these objects: the objects of their playlists now due. Those of no
+    /// playlist known yet are remembered for a plan to come if `remember` (not for what a node
+    /// announces it holds at login: thousands of objects, most long played).
+    public func reached(_ ids: some Sequence<String>, remember: Bool = true) -> [ObjectRef] {
         guard let ahead, ahead > 0 else { return [] }
         let now = ContinuousClock.now
         return state.withLock { s -> [ObjectRef] in
             var due: [ObjectRef] = []
             for id in ids {
                 guard let at = s.positions[id], s.lists[at.list] != nil else {
-                    if s.pending.count >= Self.maxPending { s.pending.removeAll() }
+                    guard remember else { continue }
+                    if s.pending.count >= Self.maxPending {
+                        s.pending = s.pending.filter { now - $0.value < Self.pendingFor }
+                        if s.pending.count >= Self.maxPending { s.pending.removeAll() }
+                    }
                     s.pending[id] = now
                     continue
                 }

@@ -11,8 +11,9 @@ public protocol RegistryStorage: Sendable {
     func deleteJobs(_ ids: [String]) throws(RegistryError)
     /// The playlists read ahead (`ReadAheadWindow`), least recently planned first.
     func loadPlaylists() throws(RegistryError) -> [(name: String, refs: [ObjectRef])]
-    /// Keeps a playlist read ahead, and forgets those dropped from the window.
-    func savePlaylist(name: String, refs: [ObjectRef], dropping dropped: [String]) throws(RegistryError)
+    /// Keeps a playlist read ahead (replacing one of the same name), and forgets those dropped
+    /// from the window, in one transaction.
+    func savePlaylist(_ playlist: (name: String, refs: [ObjectRef])?, dropping dropped: [String]) throws(RegistryError)
     /// Succeeds when the storage answers (for `/ready`).
     func ping() throws(RegistryError)
 }

@@ -152,14 +152,16 @@ public final class SQLiteRegistryStorage: RegistryStorage {
         }
     }
 
-    public func savePlaylist(name: String, refs: [ObjectRef], dropping dropped: [String]) throws(RegistryError) {
+    public func savePlaylist(_ playlist: (name: String, refs: [ObjectRef])?, dropping dropped: [String]) throws(RegistryError) {
         do {
-            let encoded = try JSONEncoder().encode(refs)
+            let encoded = try playlist.map { try JSONEncoder().encode($0.refs) }
             try database.write { db in
                 for old in dropped { try db.execute(sql: "DELETE FROM read_ahead_playlists WHERE name = ?", arguments: [old]) }
-                try db.execute(
-                    sql: "INSERT OR REPLACE INTO read_ahead_playlists (name, refs, planned) VALUES (?, ?, ?)",
-                    arguments: [name, encoded, Date().timeIntervalSince1970])
+                if let playlist, let encoded {
+                    try db.execute(
+                        sql: "INSERT OR REPLACE INTO read_ahead_playlists (name, refs, planned) VALUES (?, ?, ?)",
+                        arguments: [playlist.name, encoded, Date().timeIntervalSince1970])
+                }
             }
         } catch {
             throw RegistryError("cannot write a read-ahead playlist: \(error)")

@@ -88,9 +88,14 @@ public final class SwarmTracker: Sendable {
         // A long VOD's `prepare` is thousands of objects, and queuing them writes the registry
         // and the jobs (34 ms for 3,000 here). They are queued one after another off this
         // loop, so the messages the node sends next, its players' first `sums`, are not held;
-        // a node that sends them faster than they are queued has the excess dropped.
+        // a node that sends them faster than they are queued has the excess dropped. Those
+        // still queued when the connection ends are not prepared.
         let (prepares, queue) = AsyncStream.makeStream(of: SwarmMessage.self, bufferingPolicy: .bufferingOldest(Self.maxQueuedPrepares))
-        Task.detached(priority: .utility) { for await m in prepares { self.prepare(m, from: peer) } }
+        Task.detached(priority: .utility) {
+            for await m in prepares where self.state.withLock({ $0.sessions[peer]?.connection == connection }) {
+                self.prepare(m, from: peer)
+            }
+        }
         defer { queue.finish() }
         while true {
             let text: String?
@@ -161,13 +166,15 @@ public final class SwarmTracker: Sendable {
             return SwarmMessage(type: "pong")
         case "have":
             state.withLock { s in s.sessions[peer]?.objects.formUnion(m.objects ?? []) }
-            host?.reached(m.objects ?? [])
+            // Objects announced at login are mostly long played: they move windows on, but are
+            // not remembered for a playlist planned later.
+            if let host { watch(host.reached(m.objects ?? [], remember: false), for: peer, host: host) }
             return nil
         case "lost":
             state.withLock { s in s.sessions[peer]?.objects.subtract(m.objects ?? []) }
             return nil
         case "want":
-            if let object = m.object { host?.reached([object]) }
+            if let host, let object = m.object { watch(host.reached([object], remember: true), for: peer, host: host) }
             var answer = SwarmMessage(type: "peers")
             answer.rid = m.rid
             answer.object = m.object
@@ -182,7 +189,7 @@ public final class SwarmTracker: Sendable {
     }
 
     /// `prepare`s of one connection waiting to be queued, at most.
-    static let maxQueuedPrepares = 16
+    static let maxQueuedPrepares = 64
 
     /// Queues the objects of a `prepare` for preparation, then watches the first of them for
     /// the node (`watch`).
@@ -202,6 +209,14 @@ public final class SwarmTracker: Sendable {
     /// What follows a `prepare`: the checksums (and holders) of the objects among `refs` that
     /// are ready go to `peer` now, unasked; the others are watched and go to it when they are
     /// ready (`preparationEnded`). Its players' first requests then need no round trip here.
+    /// Objects read-ahead started preparing as `peer`'s players went on: the first of them are
+    /// watched for it, so their checksums reach it unasked once ready.
+    private func watch(_ released: [ObjectRef], for peer: String, host: any TrackerHost) {
+        guard !released.isEmpty else { return }
+        let refs = Array(released.prefix(Self.pushAhead))
+        watch(refs, preparing: Set(refs.map(\.key.id)), for: peer, host: host)
+    }
+
     /// Only objects being prepared (`preparing`) are watched: one outside the read-ahead
     /// window would never end its preparation, and its watch would stay to the session's end.
     private func watch(_ refs: [ObjectRef], preparing: Set<String>, for peer: String, host: any TrackerHost) {
@@ -266,6 +281,7 @@ public final class SwarmTracker: Sendable {
             answer.rid = m.rid
             answer.object = m.ref?.key.id
             if let ref = m.ref, let host {
+                self.watch(host.reached([ref.key.id], remember: true), for: peer, host: host)
                 let readyWithin = Duration.milliseconds(min(max(m.readyWithin ?? 0, 0), Self.maxReadyWithin))
                 let sums = await host.checksums(ref, urgent: m.urgent ?? true, waitForOrigin: m.wait ?? true, readyWithin: readyWithin)
                 answer.answer = sums
@@ -362,8 +378,9 @@ public protocol TrackerHost: Sendable {
     /// or prepared for it.
     func prepare(_ refs: [ObjectRef], whole: Bool) -> [ObjectRef]
     /// Players of the swarm reached these objects (nodes asked for them, wanted or announced
-    /// them): read-ahead moves on.
-    func reached(_ objectIDs: [String])
+    /// them): read-ahead moves on. Returns the objects it now prepares; those of a playlist not
+    /// known yet are remembered for its plan if `remember`.
+    func reached(_ objectIDs: [String], remember: Bool) -> [ObjectRef]
     /// The checksums of `ref` if they are ready now (never prepares, never waits).
     func readyAnswer(_ ref: ObjectRef) -> ChecksumAnswer?
 }
