@@ -241,10 +241,11 @@ final class SwarmTransferTests {
         var sent = try await Self.settledOriginSegments(originPort, "left", including: 0...7)
         #expect(sent.isSuperset(of: 0...7), "\(sent.sorted())")
         #expect(sent.max() ?? 0 <= 12, "\(sent.sorted())")
-        // A viewer who plays on to 29 (prefetching to 32) takes the window to 37.
+        // A viewer who plays on to 29 takes the window to 34, and to 37 if it prefetched to 32
+        // (no prefetch follows a segment sent to the CDN by 302).
         expectCorrect(try await Self.play(port: portA, playlist: list, count: 30), "left", segments: 30)
-        sent = try await Self.settledOriginSegments(originPort, "left", including: 0...37)
-        #expect(sent.isSuperset(of: 0...37), "\(sent.sorted())")
+        sent = try await Self.settledOriginSegments(originPort, "left", including: 0...34)
+        #expect(sent.isSuperset(of: 0...34), "\(sent.sorted())")
         #expect(sent.max() ?? 0 <= 40, "\(sent.sorted())")
     }
 
@@ -293,12 +294,12 @@ final class SwarmTransferTests {
             guard ContinuousClock.now < deadline else { throw TestFailure("no second login: \(a.stderr)") }
             try await Task.sleep(for: .milliseconds(100))
         }
-        // The player goes on to 19 (prefetching to 22), without reading the playlist again:
-        // the window reaches 27. Without the playlist kept, only what the player and its
-        // prefetch asked for would come.
+        // The player goes on to 19 without reading the playlist again: the window reaches 24
+        // (27 if it prefetched to 22). Without the playlist kept, only what the player and its
+        // prefetch asked for would come: 22 at most.
         expectCorrect(try await Self.fetch(Array(urls.prefix(20))), "restart", segments: 20)
-        let sent = try await Self.settledOriginSegments(originPort, "restart", including: 0...27)
-        #expect(sent.isSuperset(of: 0...27), "\(sent.sorted())")
+        let sent = try await Self.settledOriginSegments(originPort, "restart", including: 0...24)
+        #expect(sent.isSuperset(of: 0...24), "\(sent.sorted())")
         #expect(sent.max() ?? 0 <= 30, "\(sent.sorted())")
     }
 
@@ -310,7 +311,9 @@ final class SwarmTransferTests {
         defer { origin.stop() }
         let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
         defer { t.stop() }
-        let (n, port) = try node(trackerPort: trackerPort, originPort: originPort, ["--await-preparation"])
+        // A 3 s deadline rather than 1 s (a quarter of these 4 s segments): the suites run in
+        // parallel, and a preparation that starts late under that load still ends in time.
+        let (n, port) = try node(trackerPort: trackerPort, originPort: originPort, ["--await-preparation", "--peer-deadline", "3"])
         defer { n.stop() }
         let segments = 6
         let played = try await Self.play(port: port, playlist: Self.playlist("awaited", originPort: originPort, segments: segments))

@@ -134,9 +134,14 @@ struct TrackerSessionTests {
         let (c, _) = try await open(tracker, peer: "player")
         var have = SwarmMessage(type: "have")
         have.objects = ["o1", "o2"]
+        // What a node announces at its login is all it holds, mostly long played: not reached.
+        var all = SwarmMessage(type: "have")
+        all.objects = ["old1", "old2"]
+        all.whole = true
         var want = SwarmMessage(type: "want")
         want.object = "o3"
         want.rid = 1
+        c.feed.yield(all.json)
         c.feed.yield(have.json)
         c.feed.yield(want.json)
         try await c.waitFor(2)

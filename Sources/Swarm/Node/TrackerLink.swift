@@ -131,7 +131,7 @@ public final class TrackerLink: Service, Sendable {
                     try await send(m.json)
                 }
                 let objects = self.held()
-                if !objects.isEmpty { try await self.send(type: "have", objects: objects) }
+                if !objects.isEmpty { try await self.send(type: "have", objects: objects, whole: true) }
                 let beat = Duration.seconds(max(1, welcome.heartbeat ?? 10))
                 let pinger = Task {
                     while !Task.isCancelled {
@@ -175,10 +175,12 @@ public final class TrackerLink: Service, Sendable {
         for w in waiters { w.resume(returning: nil) }
     }
 
-    private func send(type: String, objects: [String]) async throws {
+    /// `whole`: a `have` of everything the node holds (at login), not of objects just stored.
+    private func send(type: String, objects: [String], whole: Bool = false) async throws {
         guard let send = state.withLock({ $0.send }) else { return }
         var m = SwarmMessage(type: type)
         m.objects = objects
+        if whole { m.whole = true }
         try await send(m.json)
     }
 

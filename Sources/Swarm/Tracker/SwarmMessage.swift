@@ -36,7 +36,8 @@ public struct SwarmMessage: Codable, Sendable, Equatable {
     public var urgent: Bool?
     public var wait: Bool?
     public var readyWithin: Int?
-    /// A `prepare` of every object now (`swarmgate prepare`), not read-ahead from a playlist.
+    /// A `prepare` of every object now (`swarmgate prepare`), not read-ahead from a playlist;
+    /// a `have` of everything the node holds (its login's), not of objects just stored.
     public var whole: Bool?
     public var answer: ChecksumAnswer?
     /// Objects' checksums in one unasked `sums`.

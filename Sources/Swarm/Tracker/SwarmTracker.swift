@@ -166,9 +166,10 @@ public final class SwarmTracker: Sendable {
             return SwarmMessage(type: "pong")
         case "have":
             state.withLock { s in s.sessions[peer]?.objects.formUnion(m.objects ?? []) }
-            // Objects announced at login are mostly long played: they move windows on, but are
-            // not remembered for a playlist planned later.
-            if let host { watch(host.reached(m.objects ?? [], remember: false), for: peer, host: host) }
+            // Objects just stored mean a player got there: read-ahead moves on. Everything a
+            // node holds, announced at its login (`whole`), is mostly long played: a restarted
+            // tracker would open a window past each of them for players long gone.
+            if let host, m.whole != true { watch(host.reached(m.objects ?? [], remember: false), for: peer, host: host) }
             return nil
         case "lost":
             state.withLock { s in s.sessions[peer]?.objects.subtract(m.objects ?? []) }
