@@ -111,11 +111,7 @@ final class SwarmSignallingTests {
 
         (t, _) = try tracker(port: trackerPort, allowOrigin: originPort)
         defer { t.stop() }
-        let deadline = ContinuousClock.now + .seconds(30)
-        while g.stderr.components(separatedBy: "logged in to the tracker").count - 1 < 2 {
-            guard ContinuousClock.now < deadline else { throw TestFailure("no second login: \(g.stderr)") }
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        try await Live.waitForLogins(g, 2)
         #expect(g.stderr.contains("reconnecting"))
         #expect(try await peers(trackerPort) == [node])
         // At login the node announced what it holds: the tracker hands it out.

@@ -289,11 +289,7 @@ final class SwarmTransferTests {
         t.stop()
         (t, _) = try tracker(port: trackerPort, dir: dir, originPort: originPort, ["--read-ahead", "20"])
         defer { t.stop() }
-        let deadline = ContinuousClock.now + .seconds(30)
-        while a.stderr.components(separatedBy: "logged in to the tracker").count - 1 < 2 {
-            guard ContinuousClock.now < deadline else { throw TestFailure("no second login: \(a.stderr)") }
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        try await Live.waitForLogins(a, 2)
         // The player goes on to 19 without reading the playlist again: the window reaches 24
         // (27 if it prefetched to 22). Without the playlist kept, only what the player and its
         // prefetch asked for would come: 22 at most.
@@ -580,11 +576,7 @@ final class SwarmTransferTests {
         // The tracker comes back with its registry and seed; b logs in again and takes pieces from the swarm.
         (t, _) = try tracker(port: trackerPort, dir: dir, originPort: originPort)
         defer { t.stop() }
-        let deadline = ContinuousClock.now + .seconds(30)
-        while b.stderr.components(separatedBy: "logged in to the tracker").count - 1 < 2 {
-            guard ContinuousClock.now < deadline else { throw TestFailure("no second login: \(b.stderr)") }
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        try await Live.waitForLogins(b, 2)
         let resumed = try await Self.originBytes(originPort, "away")
         expectCorrect(try await Self.play(port: bPort, playlist: list), "away", segments: segments)
         #expect(try await Self.originBytes(originPort, "away") == resumed, "everything came from the swarm")

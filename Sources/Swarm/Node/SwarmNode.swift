@@ -225,8 +225,8 @@ public final class SwarmNode: Sendable {
 
     /// Queues a playlist's objects for preparation ahead of players, in order: at the
     /// tracker's registry when the node has one, else here. Read-ahead prepares those within
-    /// the registry's window ahead of the furthest player (`readAhead`); `whole` prepares
-    /// every one now (an operator's `swarmgate prepare`).
+    /// the registry's window ahead of the objects players reach (`readAhead`); `whole`
+    /// prepares every one now (an operator's `swarmgate prepare`).
     ///
     /// Returns those of `refs` that this node's registry prepares or has prepared for read-ahead
     /// (all of them when `whole`; none when the tracker's registry does the work).
@@ -242,10 +242,9 @@ public final class SwarmNode: Sendable {
     }
 
     /// Players reached these objects (this node's, or the swarm's as nodes ask for them and
-    /// announce them): the read-ahead window of their playlists moves on. The objects it
-    /// brings in are queued in the background (queuing writes the registry).
-    /// Returns the objects it brings in; those of no playlist known yet wait for its plan if
-    /// `remember`.
+    /// announce them): the read-ahead window of their playlists moves on. Returns the objects
+    /// it brings in, which are queued in the background (queuing writes the registry); those of
+    /// no playlist known yet wait for its plan if `remember`.
     @discardableResult
     public func reached(_ ids: [String], remember: Bool = true) -> [ObjectRef] {
         let due = readAhead.reached(ids, remember: remember)

@@ -26,6 +26,8 @@ public final class ReadAheadWindow: Sendable {
     static let maxPending = 4096
 
     struct List {
+        /// Its identity (`name(of:)`), the key of `State.names`.
+        let name: String
         var refs: [ObjectRef]
         /// Media time at which each object starts, and the end of the last one (seconds).
         var starts: [Double]
@@ -87,7 +89,7 @@ public final class ReadAheadWindow: Sendable {
         starts.reserveCapacity(refs.count + 1)
         for d in durations { starts.append(starts[starts.count - 1] + d) }
         for (i, ref) in refs.enumerated() { s.positions[ref.key.id] = (id, i) }
-        s.lists[id] = List(refs: refs, starts: starts, released: Array(repeating: false, count: refs.count), used: id)
+        s.lists[id] = List(name: name, refs: refs, starts: starts, released: Array(repeating: false, count: refs.count), used: id)
         s.names[name] = id
         s.objects += refs.count
         return dropped
@@ -108,7 +110,7 @@ public final class ReadAheadWindow: Sendable {
                 s.lists[id]!.used = s.next
                 // The same objects under URLs of their own (a player's newer tokens): those are
                 // the ones to prepare from from now on.
-                if s.lists[id]!.refs.count == refs.count, s.lists[id]!.refs.map(\.url) != refs.map(\.url) {
+                if s.lists[id]!.refs.count == refs.count, !s.lists[id]!.refs.elementsEqual(refs, by: { $0.url == $1.url }) {
                     s.lists[id]!.refs = refs
                     keep?((name, refs), [])
                 }
@@ -192,8 +194,8 @@ public final class ReadAheadWindow: Sendable {
             s.lists[id] = nil
             s.objects -= list.refs.count
             for ref in list.refs where s.positions[ref.key.id]?.list == id { s.positions[ref.key.id] = nil }
-            dropped += s.names.filter { $0.value == id }.map(\.key)
-            s.names = s.names.filter { $0.value != id }
+            s.names[list.name] = nil
+            dropped.append(list.name)
         }
         return dropped
     }

@@ -207,9 +207,6 @@ public final class SwarmTracker: Sendable {
     /// Objects one session may be watching at once.
     static let maxWatched = 4096
 
-    /// What follows a `prepare`: the checksums (and holders) of the objects among `refs` that
-    /// are ready go to `peer` now, unasked; the others are watched and go to it when they are
-    /// ready (`preparationEnded`). Its players' first requests then need no round trip here.
     /// Objects read-ahead started preparing as `peer`'s players went on: the first of them are
     /// watched for it, so their checksums reach it unasked once ready.
     private func watch(_ released: [ObjectRef], for peer: String, host: any TrackerHost) {
@@ -218,8 +215,11 @@ public final class SwarmTracker: Sendable {
         watch(refs, preparing: Set(refs.map(\.key.id)), for: peer, host: host)
     }
 
-    /// Only objects being prepared (`preparing`) are watched: one outside the read-ahead
-    /// window would never end its preparation, and its watch would stay to the session's end.
+    /// What follows a `prepare`: the checksums (and holders) of the objects among `refs` that
+    /// are ready go to `peer` now, unasked; those being prepared (`preparing`) are watched and
+    /// go to it when they are ready (`preparationEnded`). Its players' first requests then need
+    /// no round trip here. One outside the read-ahead window is not watched: it would never
+    /// end its preparation, and its watch would stay to the session's end.
     private func watch(_ refs: [ObjectRef], preparing: Set<String>, for peer: String, host: any TrackerHost) {
         // Watched first, then looked up: an object that becomes ready in between is pushed
         // twice rather than never.

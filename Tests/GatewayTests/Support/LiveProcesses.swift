@@ -166,6 +166,15 @@ enum Live {
         return Int(text[r.upperBound...].prefix { $0.isNumber })
     }
 
+    /// Waits until `p` (a node) has logged in to its tracker `count` times (30 s at most).
+    static func waitForLogins(_ p: LiveProcess, _ count: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while p.stderr.components(separatedBy: "logged in to the tracker").count - 1 < count {
+            guard ContinuousClock.now < deadline else { throw TestFailure("fewer than \(count) logins: \(p.stderr)") }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
     /// A new, empty folder for a gateway's cache.
     static func cacheFolder() -> String {
         Scratch.path("sg-cache")
