@@ -129,8 +129,10 @@ def play(playlist, expected, total=None):
         if status == 302 and location:
             status, _, data = get(urljoin(url, location))
         times.append(time.perf_counter() - start)
-        if status != 200 or data != expected[k]:
-            raise RuntimeError(f"{url}: {status}, {len(data)} bytes, {'right' if data == expected[k] else 'wrong'} bytes")
+        if status != 200:
+            raise RuntimeError(f"{url}: {status} {data[:300]!r}")
+        if data != expected[k]:
+            raise RuntimeError(f"{url}: {len(data)} bytes, wrong bytes")
         received += len(data)
     return times, received
 

@@ -97,7 +97,19 @@ extension GatewayResponder {
         do {
             firstPiece = try await piece(key, firstIndex, checksums: checksums, url: url, deadline: deadline)
         } catch {
-            throw GatewayFailure(.badGateway, "cannot fill piece \(firstIndex) of the object: \(error)")
+            switch error {
+            case .originChanged:
+                // The checksums no longer stand and the object is prepared again: SPEC's 302
+                // while it is, so the player gets the origin's new copy.
+                stats.countFallback(.originChanged)
+                return checksumNotReady(proxy)
+            case .originStatus(let code, _) where (400..<500).contains(code):
+                throw GatewayFailure(HTTPResponse.Status(code: code), "cannot fill piece \(firstIndex) of the object: \(error)")
+            case .origin(let e) where e.httpStatusForGateway != 502:
+                throw GatewayFailure(HTTPResponse.Status(code: e.httpStatusForGateway), "cannot fill piece \(firstIndex) of the object: \(error)")
+            default:
+                throw GatewayFailure(.badGateway, "cannot fill piece \(firstIndex) of the object: \(error)")
+            }
         }
         // The next segments come from peers meanwhile, once this one has its first piece.
         if configuration.prefetchSegments > 0 && node.link != nil {
@@ -217,7 +229,7 @@ extension GatewayResponder {
     }
 
     /// One verified piece and where it came from: held by this node, else from peers or the origin.
-    func piece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, deadline: Duration) async throws -> (ByteBuffer, TrafficStats.Source) {
+    func piece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, deadline: Duration) async throws(SwarmNode.PieceFailure) -> (ByteBuffer, TrafficStats.Source) {
         if let held = heldPiece(key, index, checksums: checksums) { return (held, prefetchedSource(key, index)) }
         let got = try await node.obtain(key, index, checksums: checksums, url: url, deadline: deadline)
         let buffer = ByteBuffer(bytes: got.bytes)

@@ -91,15 +91,8 @@ final class PieceCacheTests {
         let url = proxied(port, path)
         _ = try await Live.whenReady(url)
         let want = try await direct(path)
-        let files = try Live.dataFiles(in: cache)
-        #expect(files.count == 1)
         // Flip one byte of piece 1 (64 KiB pieces) in place.
-        let h = try #require(FileHandle(forUpdatingAtPath: files[0]))
-        try h.seek(toOffset: 70_000)
-        let old = try #require(try h.read(upToCount: 1))
-        try h.seek(toOffset: 70_000)
-        h.write(Data([old[0] ^ 0xFF]))
-        try h.close()
+        try flipByte(at: 70_000, inTheOnlyObjectOf: cache)
         let again = try await HTTP.get(url)
         #expect(again.status == 200)
         #expect(again.body == want, "the corrupt piece was not served")
@@ -107,6 +100,56 @@ final class PieceCacheTests {
         #expect((stats["ranges"] as? [String])?.contains("bytes=65536-131071") == true, "piece 1 came again, by range: \(stats)")
         let m = try await HTTP.get("http://127.0.0.1:\(port)/metrics")
         #expect(m.text.contains("swarmgate_piece_failures_total 1"), "\(m.text)")
+    }
+
+    /// Flips the byte at `offset` of the one object stored in `cache`, in place.
+    func flipByte(at offset: UInt64, inTheOnlyObjectOf cache: String) throws {
+        let files = try Live.dataFiles(in: cache)
+        #expect(files.count == 1)
+        let h = try #require(FileHandle(forUpdatingAtPath: files[0]))
+        try h.seek(toOffset: offset)
+        let old = try #require(try h.read(upToCount: 1))
+        try h.seek(toOffset: offset)
+        h.write(Data([old[0] ^ 0xFF]))
+        try h.close()
+    }
+
+    /// A piece the node must fetch again (a byte of it flipped on disk), from an origin whose
+    /// copy changed since it was prepared: the player is sent to the origin (the checksums no
+    /// longer stand) rather than given a 502, and the new copy is prepared and served. A copy
+    /// that became shorter than the piece (the origin's 416) is the same; one that is gone is
+    /// the origin's 404.
+    @Test(arguments: ["bump=1", "shorter", "gone=1"])
+    func anOriginCopyThatChangedSendsThePlayerThereAndTheNewCopyIsPrepared(change: String) async throws {
+        let cache = Live.cacheFolder()
+        let (g, port) = try gateway(cache: cache, ["--memory-cache-size", "0"])
+        defer { g.stop() }
+        let name = "renewed-\(change.prefix(4)).ts"
+        let url = proxied(port, "/obj/\(name)?size=200000")
+        let before = try await Live.whenReady(url)
+        #expect(before.headers["etag"] == "\"\(name)-v1\"")
+        try flipByte(at: 70_000, inTheOnlyObjectOf: cache)
+        // The same object (the query is not part of its key), asked for with the origin's
+        // new size, or after the origin changed it.
+        var path = "/obj/\(name)?size=200000"
+        if change == "shorter" {
+            path = "/obj/\(name)?size=1000"
+        } else {
+            _ = try await HTTP.get(originBase + "/__version?name=\(name)&\(change)")
+        }
+        let sent = try await HTTP.get(proxied(port, path), headers: ["Range": "bytes=65536-65600"])
+        if change == "gone=1" {
+            #expect(sent.status == 404, "the origin's answer for the piece: \(sent.status) \(sent.text)")
+            return
+        }
+        #expect(sent.status == 302, "\(sent.status) \(sent.text)")
+        #expect(sent.headers["location"] == originBase + path)
+        let after = try await Live.whenReady(proxied(port, path))
+        let seen = try await originStats(name)
+        #expect(after.body == (try await direct(path)), "the new copy, whole: \(after.status) \(after.text.prefix(300)) \(seen)")
+        #expect(after.headers["etag"] == "\"\(name)-v\(change == "bump=1" ? 2 : 1)\"")
+        let stat = try await HTTP.get("http://127.0.0.1:\(port)/stat")
+        #expect(stat.text.contains("\"origin_changed\":1"), "\(stat.text)")
     }
 
     @Test func fiftyConcurrentRequestsForOneColdObjectMakeOneOriginTransfer() async throws {

@@ -25,7 +25,8 @@ Endpoints:
                      bytes (default 200000), 4 s each: /obj/NAME/segK.ts?size=S&token=abc
   /peer/v1/...       a lying peer: any piece request is answered 200 with 65536 bytes of garbage
   /slow/peer/v1/...  the same at 10 KB/s (a peer on a bad link)
-  /__version         ?name=NAME[&bump=1]: bump NAME's version if asked, answer
+  /__version         ?name=NAME[&bump=1][&gone=1]: bump NAME's version if asked, or have NAME
+                     answer 404 from now on (removed from the origin); answer
                      {"name", "version"}
   /__stats           ?name=NAME: {"requests", "full" (200s with a body), "ranges" (Range
                      header per request, "" for none), "if_range" (If-Range values received),
@@ -62,7 +63,7 @@ RTT = float(os.environ.get("OBJECT_ORIGIN_RTT_MS", "0")) / 1000
 TYPES = {".ts": "video/mp2t", ".m4s": "video/mp4", ".mp4": "video/mp4", ".flv": "video/x-flv",
          ".bin": "application/octet-stream"}
 LOCK = threading.Lock()
-OBJECTS = {}  # NAME -> {"version", "resets" (RSTs done), "bumped", "stats"}
+OBJECTS = {}  # NAME -> {"version", "resets" (RSTs done), "bumped", "stats", "gone" if removed}
 
 
 def fresh_stats():
@@ -191,7 +192,10 @@ class Handler(BaseHTTPRequestHandler):
             s["inflight"] += 1
             s["max_inflight"] = max(s["max_inflight"], s["inflight"])
             version = obj(name)["version"]
+            gone = obj(name).get("gone", False)
         try:
+            if gone:
+                return self.answer(404, b"not found")
             if kind == "redirect":
                 location = "/obj/" + url.path.split("/", 2)[2] + ("?" + url.query if url.query else "")
                 return self.answer(302, b"moved", [("Location", location)])
@@ -267,6 +271,8 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK:
             if self.query.get("bump") == "1":
                 obj(name)["version"] += 1
+            if self.query.get("gone") == "1":
+                obj(name)["gone"] = True
             version = OBJECTS[name]["version"] if name in OBJECTS else 1
         self.answer_json({"name": name, "version": version})
 

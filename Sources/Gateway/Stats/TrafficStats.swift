@@ -29,6 +29,9 @@ public final class TrafficStats: Sendable {
     public enum FallbackReason: String, Sendable, CaseIterable {
         case trackerAway = "tracker_away", noPeers = "no_peers", peersFailed = "peers_failed", deadline
         case checksumsNotReady = "checksums_not_ready"
+        /// The origin's copy changed since its checksums were made: the player is sent there
+        /// while it is prepared again.
+        case originChanged = "origin_changed"
     }
 
     struct State {

@@ -26,7 +26,7 @@ public final class SwarmNode: Sendable {
     let onFallback: @Sendable (FallbackReason) -> Void
     /// Requests for a missing piece, to the tracker and to peers, one at a time per piece (or
     /// object): a player's request joins one already under way, a prefetch's included.
-    private let pieceFlights = SingleFlight<Result<ObtainedPiece, any Error>>()
+    private let pieceFlights = SingleFlight<Result<ObtainedPiece, PieceFailure>>()
     private let checksumFlights = SingleFlight<ChecksumAnswer>()
     private let wantFlights = SingleFlight<[SwarmPeer]>()
     private let peerFlights = SingleFlight<PeerOutcome>()
@@ -58,6 +58,24 @@ public final class SwarmNode: Sendable {
         case peersFailed = "peers_failed"
         /// The peers did not deliver within the deadline.
         case deadline
+    }
+
+    /// Why a piece could be had neither from peers nor from the origin.
+    public enum PieceFailure: Error, Sendable, CustomStringConvertible {
+        /// The origin's copy no longer matches the registry's checksums: they are dropped
+        /// and the object is prepared again.
+        case originChanged(String)
+        /// The origin answered this status to the piece's range.
+        case originStatus(Int, String)
+        /// The origin could not be fetched from.
+        case origin(OriginError)
+
+        public var description: String {
+            switch self {
+            case .originChanged(let message), .originStatus(_, let message): message
+            case .origin(let error): error.description
+            }
+        }
     }
 
     /// A verified piece and where it came from.
@@ -271,7 +289,7 @@ public final class SwarmNode: Sendable {
     /// Piece `index` of a ready object when the store does not hold it: from peers within the
     /// deadline, else from `url` by range; verified against the registry's checksum, kept,
     /// returned. Concurrent calls for one piece share one fetch.
-    public func obtain(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, deadline: Duration? = nil) async throws -> ObtainedPiece {
+    public func obtain(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, deadline: Duration? = nil) async throws(PieceFailure) -> ObtainedPiece {
         try await pieceFlights.run(key.id + "#\(index)") {
             switch await self.fromPeers(key, index, checksums: checksums, deadline: deadline ?? self.peerDeadline, prefetch: false) {
             case .piece(let piece):
@@ -283,7 +301,9 @@ public final class SwarmNode: Sendable {
             case .none(nil):
                 break
             }
-            do { return .success(ObtainedPiece(bytes: try await self.fetchPiece(key, index, checksums: checksums, url: url))) } catch {
+            do throws(PieceFailure) {
+                return .success(ObtainedPiece(bytes: try await self.fetchPiece(key, index, checksums: checksums, url: url)))
+            } catch {
                 return .failure(error)
             }
         }.get()
@@ -441,45 +461,57 @@ public final class SwarmNode: Sendable {
 
     /// Piece `index` from the origin by range. A piece that does not verify means the origin's
     /// copy changed: the object's checksums are dropped (it is prepared again) and this throws.
-    private func fetchPiece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String) async throws -> [UInt8] {
+    private func fetchPiece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String) async throws(PieceFailure) -> [UInt8] {
         let layout = checksums.layout
         let first = layout.offset(of: index)
         let size = layout.size(of: index)
         let request = OriginRequest(url: url, range: .closed(first: first, last: first + Int64(size) - 1), maxBodySize: Int64(layout.length))
-        let response = try await origin.fetch(request)
-        var bytes: [UInt8]
+        let response: OriginResponse
+        do { response = try await origin.fetch(request) } catch { throw .origin(error) }
         switch response.status {
-        case 206:
-            bytes = try await response.body.collect(upTo: size)
-        case 200:
-            // An origin without ranges: read up to the piece, drop what comes before it.
-            bytes = []
-            var skipped: Int64 = 0
-            for try await chunk in response.body {
-                var c = chunk[...]
-                if skipped < first {
-                    let n = Int(min(first - skipped, Int64(c.count)))
-                    skipped += Int64(n)
-                    c = c.dropFirst(n)
+        case 200, 206: break
+        case 416: throw originChanged(key, url: url, "the origin's copy of \(key) is shorter than piece \(index) (416)")
+        default: throw .originStatus(response.status, "origin answered \(response.status) for piece \(index) of \(key)")
+        }
+        var bytes: [UInt8] = []
+        do throws(OriginError) {
+            if response.status == 206 {
+                bytes = try await response.body.collect(upTo: size)
+            } else {
+                // An origin without ranges: read up to the piece, drop what comes before it.
+                var skipped: Int64 = 0
+                var chunks = response.body.makeAsyncIterator()
+                while bytes.count < size, let chunk = try await chunks.next() {
+                    var c = chunk[...]
+                    if skipped < first {
+                        let n = Int(min(first - skipped, Int64(c.count)))
+                        skipped += Int64(n)
+                        c = c.dropFirst(n)
+                    }
+                    bytes += c.prefix(size - bytes.count)
                 }
-                bytes += c.prefix(size - bytes.count)
-                if bytes.count == size { break }
             }
-        default:
-            throw SwarmError("origin answered \(response.status) for piece \(index) of \(key)")
+        } catch {
+            throw .origin(error)
         }
         let verified = bytes.withUnsafeBytes { checksums.matches(index, $0) }
         guard verified else {
             onBadPiece()
-            logger.warning("origin piece does not match the registry; preparing the object again", metadata: ["object": "\(key)", "piece": "\(index)"])
-            registry.markUnknown(key)
-            store.remove(key)
-            // With a tracker, the next request asks its registry again.
-            if link == nil { prepareQueue.enqueue(key, url: url, urgent: true) }
-            throw SwarmError("piece \(index) of \(key) from the origin does not match its checksum")
+            throw originChanged(key, url: url, "piece \(index) of \(key) from the origin does not match its checksum")
         }
         keep(key, layout, index, bytes)
         return bytes
+    }
+
+    /// The origin's copy of `key` is no longer the one its checksums were made from: they and
+    /// the pieces held are dropped, and the object is prepared again.
+    private func originChanged(_ key: ObjectKey, url: String, _ why: String) -> PieceFailure {
+        logger.warning("the origin's copy changed; preparing the object again", metadata: ["object": "\(key)", "why": "\(why)"])
+        registry.markUnknown(key)
+        store.remove(key)
+        // With a tracker, the next request asks its registry again.
+        if link == nil { prepareQueue.enqueue(key, url: url, urgent: true) }
+        return .originChanged(why)
     }
 }
 

@@ -152,6 +152,9 @@ public final class PrepareQueue: Service, Sendable {
                 // Read-ahead does not retry what failed or was cancelled; a player's request does.
                 return (job, false)
             case .done, .failed, .cancelled:
+                // A done job whose checksums were dropped (the origin's copy changed, and its
+                // pieces with it) starts over: its progress is the old copy's.
+                if job.state == .done { job.restart() }
                 job.state = .queued
                 job.urgent = urgent
                 job.url = url
