@@ -371,7 +371,8 @@ public final class GatewayResponder: HTTPResponder {
         guard !objects.isEmpty else { return }
         let refs = objects.map { ObjectRef(key: $0.key, url: $0.url, duration: $0.duration) }
         playOrder.record(refs, durations: objects.map(\.duration))
-        // A player asks for the first segments next: in a swarm, they are fetched from peers now.
+        // A player asks for the first segments next: in a swarm, those ready are fetched from
+        // peers now (nothing is prepared for them: a player resuming mid-VOD never asks).
         if configuration.prefetchSegments > 0 && node.link != nil { prefetch(Array(refs.prefix(configuration.prefetchSegments))) }
         let node = node
         Task.detached(priority: .utility) { node.prepareAhead(refs) }

@@ -249,6 +249,26 @@ final class SwarmTransferTests {
         #expect(sent.max() ?? 0 <= 40, "\(sent.sorted())")
     }
 
+    /// A player resuming mid-VOD through a swarm node costs the origin nothing before where it
+    /// resumed: the node's prefetch of a playlist's first segments, when it is opened, takes
+    /// them from peers if they are ready, and neither prepares them nor opens a window there.
+    @Test func aPlayerResumingMidVODCostsTheOriginNothingBeforeWhereItResumed() async throws {
+        let (origin, originPort) = try Live.objectOrigin()
+        defer { origin.stop() }
+        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort, ["--read-ahead", "20"])
+        defer { t.stop() }
+        let (a, portA) = try node(trackerPort: trackerPort, originPort: originPort)
+        defer { a.stop() }
+        let list = Self.playlist("resumed", originPort: originPort, segments: 200)
+        let urls = Self.segmentURLs(try await HTTP.get("http://127.0.0.1:\(portA)\(list)"))
+        #expect(urls.count == 200)
+        // 4 s segments: 50 and the window after it (20 s: up to 55, or 58 after a prefetch).
+        expectCorrect(try await Self.fetch([urls[50]]), "resumed", segments: 1, from: 50)
+        let sent = try await Self.settledOriginSegments(originPort, "resumed", including: 50...55)
+        #expect(sent.min() == 50, "\(sent.sorted())")
+        #expect(sent.max() ?? 0 <= 60, "\(sent.sorted())")
+    }
+
     /// A playlist a node read while its tracker was away reaches the tracker at the node's
     /// login: its player read it once, and its read-ahead starts where the player is.
     @Test func aPlaylistReadWhileTheTrackerWasAwayIsReadAheadOnceItIsBack() async throws {

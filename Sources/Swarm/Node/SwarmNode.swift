@@ -200,11 +200,14 @@ public final class SwarmNode: Sendable {
 
     /// The tracker's registry's answer for `ref`, kept in this node's registry when ready, with
     /// the holders it names kept for fetching the pieces. Concurrent requests for one object
-    /// (alike in waits) share one round trip, a player's joining a prefetch's.
-    private func trackerChecksums(_ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool, readyWithin: Duration = .zero, link: TrackerLink) async -> ChecksumAnswer {
+    /// (alike in waits) share one round trip. `ifReady` (a prefetch): only checksums ready now;
+    /// the tracker neither prepares the object nor counts it as reached.
+    private func trackerChecksums(
+        _ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool, readyWithin: Duration = .zero, ifReady: Bool = false, link: TrackerLink
+    ) async -> ChecksumAnswer {
         let key = ref.key
-        return await checksumFlights.run(key.id + (waitForOrigin ? "w" : "") + (readyWithin > .zero ? "r" : "")) {
-            let (answer, peers) = await link.checksums(ref, urgent: urgent, waitForOrigin: waitForOrigin, readyWithin: readyWithin)
+        return await checksumFlights.run(key.id + (waitForOrigin ? "w" : "") + (readyWithin > .zero ? "r" : "") + (ifReady ? "p" : "")) {
+            let (answer, peers) = await link.checksums(ref, urgent: urgent, waitForOrigin: waitForOrigin, readyWithin: readyWithin, ifReady: ifReady)
             if let checksums = answer.checksums {
                 self.registry.markReady(key, checksums: checksums, etag: answer.etag, lastModified: answer.lastModified, contentType: answer.contentType)
                 self.keepPeerList(key, peers)
@@ -313,8 +316,10 @@ public final class SwarmNode: Sendable {
 
     /// Fetches `refs` (the segments after the one a player reads) from peers in the
     /// background, each within its deadline, so that the player's next requests are cache
-    /// hits (a request that comes meanwhile joins the fetch). Peers only: what they do not
-    /// have is left for the player's own request (and the CDN). Objects go one after the
+    /// hits (a request that comes meanwhile joins the fetch). Peers only, and objects ready
+    /// only: what they do not have is left for the player's own request (and the CDN), and
+    /// the tracker neither prepares a prefetched object nor counts it as reached (a player's
+    /// own requests move the read-ahead window). Objects go one after the
     /// other in playback order, so that the next one a player asks for arrives first and
     /// prefetching never crowds out a player's own request.
     public func prefetch(_ refs: [(ref: ObjectRef, deadline: Duration)]) {
@@ -334,7 +339,7 @@ public final class SwarmNode: Sendable {
         var checksums = registry.checksums(key)
         if checksums == nil {
             // A ready answer lands in the registry (its digests parsed once, there).
-            _ = await trackerChecksums(ref, urgent: false, waitForOrigin: false, link: link)
+            _ = await trackerChecksums(ref, urgent: false, waitForOrigin: false, ifReady: true, link: link)
             checksums = registry.checksums(key)
         }
         guard let checksums else { return }

@@ -234,12 +234,13 @@ public final class TrackerLink: Service, Sendable {
     /// does not answer in time. Not ready, the tracker waits for the origin's first answer to
     /// the preparation only if `waitForOrigin`.
     public func checksums(
-        _ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool, readyWithin: Duration = .zero
+        _ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool, readyWithin: Duration = .zero, ifReady: Bool = false
     ) async -> (answer: ChecksumAnswer, peers: [SwarmPeer]) {
         var m = SwarmMessage(type: "sums")
         m.ref = ref
         m.urgent = urgent
         m.wait = waitForOrigin
+        if ifReady { m.ifReady = true }
         let ms = readyWithin.components.seconds * 1000 + readyWithin.components.attoseconds / 1_000_000_000_000_000
         if ms > 0 { m.readyWithin = Int(ms) }
         let timeout = (waitForOrigin ? configuration.checksumTimeout : configuration.quickChecksumTimeout) + .milliseconds(max(ms, 0))

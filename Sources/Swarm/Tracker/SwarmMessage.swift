@@ -13,7 +13,7 @@ import Foundation
 /// | `want` | node | `object`, `rid` |
 /// | `peers` | tracker | `rid`, `peers`: holders best first, each with a piece token |
 /// | `report` | node | `object`, `peerId`: that peer sent a piece that failed verification |
-/// | `sums` | node | `rid`, `ref`, `urgent`, `wait`, `readyWithin`: the checksums of an object, prepared if need be; `wait` false: a not-ready answer comes at once, without waiting for the origin's first answer; `readyWithin` (milliseconds, optional): a preparation under way that its progress says will end by then is waited for |
+/// | `sums` | node | `rid`, `ref`, `urgent`, `wait`, `readyWithin`, `ifReady`: the checksums of an object, prepared if need be; `wait` false: a not-ready answer comes at once, without waiting for the origin's first answer; `readyWithin` (milliseconds, optional): a preparation under way that its progress says will end by then is waited for; `ifReady` true (a prefetch): only a ready object's checksums, the object neither prepared nor counted as reached by a player |
 /// | `sums` | tracker | `rid`, `object`, `answer` (a `ChecksumAnswer`), and with a ready answer `peers` as for a want |
 /// | `sums` | tracker | unasked (no `rid`): `items`, each with `ref`, `object`, a ready `answer` and `peers`, for the first objects of a node's `prepare`: those ready at once, the others as they become ready |
 /// | `prepare` | node | `refs`: objects to prepare ahead of players, in playback order |
@@ -36,6 +36,8 @@ public struct SwarmMessage: Codable, Sendable, Equatable {
     public var urgent: Bool?
     public var wait: Bool?
     public var readyWithin: Int?
+    /// A `sums` that asks only for checksums ready now (see the table).
+    public var ifReady: Bool?
     /// A `prepare` of every object now (`swarmgate prepare`), not read-ahead from a playlist;
     /// a `have` of everything the node holds (its login's), not of objects just stored.
     public var whole: Bool?

@@ -282,9 +282,15 @@ public final class SwarmTracker: Sendable {
             answer.rid = m.rid
             answer.object = m.ref?.key.id
             if let ref = m.ref, let host {
-                self.watch(host.reached([ref.key.id], remember: true), for: peer, host: host)
-                let readyWithin = Duration.milliseconds(min(max(m.readyWithin ?? 0, 0), Self.maxReadyWithin))
-                let sums = await host.checksums(ref, urgent: m.urgent ?? true, waitForOrigin: m.wait ?? true, readyWithin: readyWithin)
+                let sums: ChecksumAnswer
+                if m.ifReady == true {
+                    // A prefetch: no player reached the object, so nothing is prepared for it.
+                    sums = host.readyAnswer(ref) ?? ChecksumAnswer(state: .unavailable, reason: "not ready (asked only if ready)")
+                } else {
+                    self.watch(host.reached([ref.key.id], remember: true), for: peer, host: host)
+                    let readyWithin = Duration.milliseconds(min(max(m.readyWithin ?? 0, 0), Self.maxReadyWithin))
+                    sums = await host.checksums(ref, urgent: m.urgent ?? true, waitForOrigin: m.wait ?? true, readyWithin: readyWithin)
+                }
                 answer.answer = sums
                 // Ready: the holders come along, so the node needs no want before its first piece.
                 if sums.state == .ready { answer.peers = peers(holding: ref.key.id, for: peer) }
