@@ -1,5 +1,6 @@
 import Foundation
 @testable import Manifest
+import TestScratch
 import Testing
 
 #if canImport(Glibc)

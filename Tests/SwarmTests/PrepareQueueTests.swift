@@ -14,9 +14,9 @@ struct PrepareQueueTests {
 
     func key(_ i: Int) -> ObjectKey { ObjectKey(xresid: "s", host: "cdn.example.com", path: "/seg-\(i).ts") }
 
-    func queue(_ storage: SQLiteRegistryStorage, registry: ChecksumRegistry, keepDone: Int) throws -> PrepareQueue {
+    func queue(_ storage: SQLiteRegistryStorage, registry: ChecksumRegistry, keepDone: Int, origin: OriginClient = OriginClient()) throws -> PrepareQueue {
         let store = try PieceStore(directory: folder + "/cache", capacity: 1 << 20, logger: logger)
-        let preparer = Preparer(origin: OriginClient(), store: store, maxObjectSize: 1 << 20, logger: logger)
+        let preparer = Preparer(origin: origin, store: store, maxObjectSize: 1 << 20, logger: logger)
         return try PrepareQueue(registry: registry, storage: storage, preparer: preparer, pieceSize: 1024, maxRunning: 1, keepDone: keepDone, logger: logger)
     }
 
@@ -64,6 +64,52 @@ struct PrepareQueueTests {
 
     /// Checksums the tracker sends together are kept together: each one ready at once, and
     /// all of them on disk for the next start.
+    /// A run stopped before the origin answered (preempted by a player's job, or paused) tells
+    /// its object's waiters nothing: the origin did not fail it. A player asking for a
+    /// read-ahead object whose run was preempted got a 502 ("the fetch was cancelled") from
+    /// the failure such a run left as the origin's answer.
+    @Test func aRunStoppedBeforeTheOriginAnsweredLeavesNoFailureBehind() async throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let silent = try LoopbackListener()  // connections wait in its backlog, never answered
+        var configuration = OriginClient.Configuration()
+        configuration.addressPolicy = AddressPolicy(allowOrigins: [AllowedOrigin("127.0.0.1:\(silent.port)")!])
+        let storage = try SQLiteRegistryStorage(path: folder + "/registry.sqlite")
+        let q = try queue(storage, registry: try ChecksumRegistry(storage: storage, logger: logger), keepDone: 10, origin: OriginClient(configuration: configuration))
+        let running = Task { try await q.run() }
+        defer { running.cancel() }
+        func url(_ i: Int) -> String { "http://127.0.0.1:\(silent.port)/seg-\(i).ts" }
+        func until(_ condition: () -> Bool) async throws {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !condition() {
+                guard ContinuousClock.now < deadline else { throw CancellationError() }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        let readAhead = q.enqueue(key(0), url: url(0), urgent: false)
+        try await until { q.job(readAhead.id)?.state == .running }
+        // One job runs at a time: a player's job sends the read-ahead one back to the queue.
+        let player = q.enqueue(key(1), url: url(1), urgent: true)
+        try await until { q.job(player.id)?.state == .running && q.job(readAhead.id)?.state == .queued }
+        try await Task.sleep(for: .milliseconds(300))  // the stopped run has ended
+        #expect(await q.head(key(0), timeout: .zero) == nil, "no answer from the origin yet")
+        // A wait for the player's job's first answer ends without one when the job is paused,
+        // long before its own 60 s.
+        let waiting = Task { await q.head(key(1), timeout: .seconds(60)) }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(q.pause(player.id)?.state == .paused)
+        // Bounds the test: a wait still under way after 20 s is cancelled, and that is a failure.
+        let watch = Task {
+            try? await Task.sleep(for: .seconds(20))
+            if Task.isCancelled { return false }
+            waiting.cancel()
+            return true
+        }
+        #expect(await waiting.value == nil)
+        watch.cancel()
+        #expect(await watch.value == false, "the wait ended only when cancelled")
+        #expect(await q.head(key(1), timeout: .zero) == nil, "no answer from the origin yet")
+    }
+
     @Test func objectsMadeReadyTogetherAreAllKept() throws {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let path = folder + "/registry.sqlite"

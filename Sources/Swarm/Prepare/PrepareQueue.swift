@@ -430,14 +430,19 @@ public final class PrepareQueue: Service, Sendable {
             for c in endWaiters { c.resume() }
         }
         let finished = state.withLock { s -> PrepareJob? in
-            s.stopping.remove(id)
+            let stopped = s.stopping.remove(id) != nil
             s.progressSaved[id] = nil
             s.bodyStarted[id] = nil
             // A job sent back to the queue (preempted) runs again soon: its waiters stay.
             if s.jobs[id]?.state != .queued { endWaiters = Self.takeEndWaiters(id, &s) }
-            if s.heads[id] == nil, case .failure(let f) = outcome {
+            // A run that was stopped (preempted, paused, cancelled) failed because it was
+            // stopped, not because of the origin: that is no answer to give its waiters.
+            if !stopped, s.heads[id] == nil, case .failure(let f) = outcome {
                 failedHead = f.head
                 woken = Self.setHead(id, f.head, &s)
+            } else if stopped, s.jobs[id]?.state != .queued {
+                // Paused or cancelled: no answer is coming soon, so its waits end without one.
+                woken = s.headWaiters.removeValue(forKey: id).map { Array($0.values) } ?? []
             }
             guard s.running[id] != nil else { return nil }  // paused, cancelled or preempted
             s.running[id] = nil
