@@ -152,6 +152,27 @@ final class PieceCacheTests {
         #expect(stat.text.contains("\"origin_changed\":1"), "\(stat.text)")
     }
 
+    /// An object the swarm cannot take (over `--max-object-size`, or sent without a length)
+    /// is the origin's to serve: its players are sent there by 302, as while an object is
+    /// prepared, not given a 502; and the origin is not asked again for each of them.
+    @Test(arguments: ["size=300000", "size=100000&nolength=1"])
+    func anObjectTheSwarmCannotTakeSendsItsPlayersToTheOrigin(query: String) async throws {
+        let (g, port) = try gateway(["--max-object-size", "200000"])
+        defer { g.stop() }
+        let name = "untaken-\(query.count).ts"
+        let path = "/obj/\(name)?\(query)"
+        // Not listed in a playlist: the gateway waits for the origin's first answer.
+        for _ in 0..<3 {
+            let r = try await HTTP.get(proxied(port, path))
+            #expect(r.status == 302, "\(r.status) \(r.text)")
+            #expect(r.headers["location"] == originBase + path)
+        }
+        let stats = try await originStats(name)
+        #expect(stats["requests"] as? Int == 1, "one preparation asked, not one per player: \(stats)")
+        let jobs = try await jobs(port)
+        #expect(jobs.count == 1 && jobs.first?["state"] as? String == "failed", "\(jobs)")
+    }
+
     @Test func fiftyConcurrentRequestsForOneColdObjectMakeOneOriginTransfer() async throws {
         let cache = Live.cacheFolder()
         var (g, port) = try gateway(cache: cache)

@@ -14,7 +14,8 @@ Endpoints:
                      Range bytes=a-b, a-, -n gives 206, an unsatisfiable one 416 with
                      Content-Range bytes */SIZE, several ranges are ignored (200). An If-Range
                      that is neither the current ETag nor Last-Modified turns a Range into 200.
-                     ?throttle=B: at most B body bytes per second.
+                     ?throttle=B: at most B body bytes per second. ?nolength=1: no
+                     Content-Length, the body ends when the connection closes.
                      ?resetafter=N[&resets=K]: the first K (default 1) responses for NAME whose
                      body spans offset N send the bytes before N, then a TCP RST.
                      ?bumpafter=N: the first time a response for NAME reaches offset N (every
@@ -232,7 +233,10 @@ class Handler(BaseHTTPRequestHandler):
                 o["stats"]["full"] += 1
         self.send_response(206 if r else 200)
         self.send_header("Content-Type", TYPES.get(os.path.splitext(name)[1], "application/octet-stream"))
-        self.send_header("Content-Length", str(last - first + 1))
+        if q.get("nolength") == "1":
+            self.close_connection = True
+        else:
+            self.send_header("Content-Length", str(last - first + 1))
         self.send_header("Accept-Ranges", "bytes")
         if r:
             self.send_header("Content-Range", "bytes %d-%d/%d" % (first, last, size))

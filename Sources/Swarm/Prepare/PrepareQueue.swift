@@ -27,7 +27,14 @@ public final class PrepareQueue: Service, Sendable {
         /// When each running job's body began to come, and how much it had then (a resumed
         /// job has some): its rate so far, for whether it ends before a waiter's deadline.
         var bodyStarted: [String: (at: ContinuousClock.Instant, bytes: Int64)] = [:]
+        /// Failed jobs whose object the swarm cannot take (`OriginHead.uncacheable`), and
+        /// when: not run again for a player before `uncacheableRetry` has passed.
+        var uncacheable: [String: ContinuousClock.Instant] = [:]
     }
+
+    /// How long an object the swarm could not take is left to the origin before a player's
+    /// request has it tried again (its copy may have changed).
+    static let uncacheableRetry: Duration = .seconds(600)
 
     struct EndWaiter {
         let deadline: ContinuousClock.Instant
@@ -91,7 +98,11 @@ public final class PrepareQueue: Service, Sendable {
             let done = s.jobs.values.filter { $0.state == .done }
             guard done.count > keepDone else { return [] }
             let old = done.sorted { $0.sequence < $1.sequence }.prefix(done.count - keepDone).map(\.id)
-            for id in old { s.jobs[id] = nil }
+            for id in old {
+                s.jobs[id] = nil
+                s.heads[id] = nil
+                s.uncacheable[id] = nil
+            }
             return old
         }
         do { try storage.deleteJobs(dropped) } catch {
@@ -150,6 +161,10 @@ public final class PrepareQueue: Service, Sendable {
                 return (job, false)
             case .failed where !urgent, .cancelled where !urgent:
                 // Read-ahead does not retry what failed or was cancelled; a player's request does.
+                return (job, false)
+            case .failed where s.uncacheable[job.id].map({ ContinuousClock.now - $0 < uncacheableRetry }) ?? false:
+                // Not even a player's, for a while: each would cost the origin a request, and
+                // the answer (the origin's head, kept) sends the player there anyway.
                 return (job, false)
             case .done, .failed, .cancelled:
                 // A done job whose checksums were dropped (the origin's copy changed, and its
@@ -437,6 +452,9 @@ public final class PrepareQueue: Service, Sendable {
             if s.jobs[id]?.state != .queued { endWaiters = Self.takeEndWaiters(id, &s) }
             // A run that was stopped (preempted, paused, cancelled) failed because it was
             // stopped, not because of the origin: that is no answer to give its waiters.
+            if !stopped, case .failure(let f) = outcome, case .uncacheable = f.head {
+                s.uncacheable[id] = .now
+            }
             if !stopped, s.heads[id] == nil, case .failure(let f) = outcome {
                 failedHead = f.head
                 woken = Self.setHead(id, f.head, &s)

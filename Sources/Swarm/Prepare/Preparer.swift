@@ -13,7 +13,10 @@ public enum OriginHead: Sendable, Equatable {
     case forbidden(String)
     /// The origin did not answer in time.
     case timeout(String)
-    /// Anything else: connection failures, an object over the size cap, no length.
+    /// The origin has the object, but the swarm cannot take it: over the size cap, or sent
+    /// without a length. Players go to the origin for it, as while it is prepared.
+    case uncacheable(String)
+    /// Anything else: connection failures, a copy that kept changing.
     case failed(String)
 }
 
@@ -40,7 +43,7 @@ struct Preparer: Sendable {
             switch head {
             case .available: "stopped"
             case .status(let s): "origin answered \(s)"
-            case .forbidden(let m), .timeout(let m), .failed(let m): m
+            case .forbidden(let m), .timeout(let m), .uncacheable(let m), .failed(let m): m
             }
         }
     }
@@ -70,6 +73,8 @@ struct Preparer: Sendable {
                 let head: OriginHead = switch error.code {
                 case .forbiddenAddress: .forbidden(error.description)
                 case .timeout: .timeout(error.description)
+                // Its announced length is over the cap (libcurl stops before the body).
+                case .tooLarge: .uncacheable(error.description)
                 default: .failed(error.description)
                 }
                 onHead(head)
@@ -95,12 +100,12 @@ struct Preparer: Sendable {
                 }
                 job.restart()
                 guard let length = response.header("Content-Length").flatMap({ Int64($0) }) else {
-                    onHead(.failed("origin sent no Content-Length"))
-                    throw Failure(head: .failed("origin sent no Content-Length for \(job.url)"))
+                    onHead(.uncacheable("origin sent no Content-Length"))
+                    throw Failure(head: .uncacheable("origin sent no Content-Length for \(job.url)"))
                 }
                 guard length <= maxObjectSize else {
-                    onHead(.failed("object of \(length) bytes is over the \(maxObjectSize)-byte cap"))
-                    throw Failure(head: .failed("object of \(length) bytes is over the \(maxObjectSize)-byte cap"))
+                    onHead(.uncacheable("object of \(length) bytes is over the \(maxObjectSize)-byte cap"))
+                    throw Failure(head: .uncacheable("object of \(length) bytes is over the \(maxObjectSize)-byte cap"))
                 }
                 job.length = length
                 job.validator = validator

@@ -79,6 +79,8 @@ public struct ChecksumAnswer: Codable, Sendable, Equatable {
         case .forbidden(let why)?: self.init(state: .forbidden, reason: why)
         case .timeout(let why)?: self.init(state: .timeout, reason: why)
         case .failed(let why)?: self.init(state: .failed, reason: why)
+        // Never ready: the player goes to the origin, as while an object is prepared.
+        case .uncacheable(let why)?: self.init(state: .unavailable, reason: why)
         }
     }
 
