@@ -311,7 +311,12 @@ public final class GatewayResponder: HTTPResponder {
                 output = result.output
                 contentType = "application/vnd.apple.mpegurl"
             case .dash:
-                output = try rewriteDASH(body, url: effective, xresid: proxy.xresid)
+                // A static MPD's segments are queued as a VOD playlist's are (a dynamic one
+                // lists none).
+                let readAhead = queuedPlaylists.claim(proxy.xresid.value + " " + effective.authority + effective.path)
+                let result = try rewriteDASH(body, url: effective, xresid: proxy.xresid, collectSegments: readAhead)
+                if readAhead { prepareAhead(result.segments, xresid: proxy.xresid, mpdQuery: proxy.origin.query) }
+                output = result.output
                 contentType = "application/dash+xml"
             }
         } catch {
@@ -367,13 +372,20 @@ public final class GatewayResponder: HTTPResponder {
     /// Queues a VOD playlist's objects for preparation in playback order, in the background,
     /// so that they are usually ready when the player asks.
     func prepareAhead(_ references: [HLSReference], xresid: XResID, playlistQuery: String?) {
-        let objects = mediaObjects(references, xresid: xresid, playlistQuery: playlistQuery)
+        prepareAhead(mediaObjects(references, xresid: xresid, playlistQuery: playlistQuery))
+    }
+
+    /// Queues a list's objects (in playback order) for preparation, in the background;
+    /// `prefetchFirst`: in a swarm, its first segments are fetched from peers now.
+    func prepareAhead(_ objects: [(key: ObjectKey, url: String, duration: Double?)], prefetchFirst: Bool = true) {
         guard !objects.isEmpty else { return }
         let refs = objects.map { ObjectRef(key: $0.key, url: $0.url, duration: $0.duration) }
         playOrder.record(refs, durations: objects.map(\.duration))
         // A player asks for the first segments next: in a swarm, those ready are fetched from
         // peers now (nothing is prepared for them: a player resuming mid-VOD never asks).
-        if configuration.prefetchSegments > 0 && node.link != nil { prefetch(Array(refs.prefix(configuration.prefetchSegments))) }
+        if prefetchFirst && configuration.prefetchSegments > 0 && node.link != nil {
+            prefetch(Array(refs.prefix(configuration.prefetchSegments)))
+        }
         let node = node
         Task.detached(priority: .utility) { node.prepareAhead(refs) }
     }

@@ -1,14 +1,35 @@
 import Manifest
+import PieceStore
 
 extension GatewayResponder {
     /// Rewrites an MPD fetched from `url` so that every URL a player derives from it comes back
-    /// through this gateway with the stream's xresid.
-    func rewriteDASH(_ body: [UInt8], url: OriginURL, xresid: XResID) throws(ManifestError) -> [UInt8] {
+    /// through this gateway with the stream's xresid; with `collectSegments`, a static MPD's
+    /// Representations' segments come along, for read-ahead.
+    func rewriteDASH(_ body: [UInt8], url: OriginURL, xresid: XResID, collectSegments: Bool = false) throws(ManifestError) -> DASHRewrite {
         var options = DASHRewriter.Options()
         options.gateway = currentPublicURL
         options.xresid = xresid
         options.maxInputSize = configuration.maxManifestSize
         options.inheritQuery = configuration.inheritQuery
-        return try DASHRewriter(mpdURL: url, options: options).rewrite(body).output
+        options.collectSegments = collectSegments
+        return try DASHRewriter(mpdURL: url, options: options).rewrite(body)
+    }
+
+    /// Queues a static MPD's segments for preparation, one Representation after another, as a
+    /// VOD playlist's are: each Representation is a list that read-ahead and prefetch follow.
+    func prepareAhead(_ lists: [DASHSegmentList], xresid: XResID, mpdQuery: String?) {
+        for list in lists {
+            var seen = Set<String>()
+            var objects: [(key: ObjectKey, url: String, duration: Double?)] = []
+            for segment in list.segments {
+                guard let origin = try? OriginURL(segment.url) else { continue }
+                let url = configuration.inheritQuery.applied(to: origin, parentQuery: mpdQuery)
+                let key = Self.objectKey(ProxyURL(virtualHost: .hls, origin: url, xresid: xresid))
+                if seen.insert(key.id).inserted { objects.append((key, url.string, segment.duration)) }
+            }
+            // No prefetch when the MPD is read: it lists every Representation, and a player
+            // plays one of them.
+            prepareAhead(objects, prefetchFirst: false)
+        }
     }
 }

@@ -570,6 +570,28 @@ final class PieceCacheTests {
         #expect(try await settledJobSegments(port, name) == Set(0..<100))
     }
 
+    /// A static MPD is read ahead as a VOD playlist is, each Representation on its own: the
+    /// requests of the one a player plays move its window; the others are not prepared.
+    @Test func aStaticMPDIsReadAheadPerRepresentation() async throws {
+        let (g, port) = try gateway(["--read-ahead", "20"])
+        defer { g.stop() }
+        let name = "dash-\(UUID().uuidString.prefix(8))"
+        let manifest = try await HTTP.get(proxied(port, "/dash/\(name).mpd?segments=100&size=20000"))
+        #expect(manifest.status == 200)
+        #expect(try await settledJobSegments(port, name + "-hi").isEmpty)
+        // The player fills the rewritten template for "hi", as a player does.
+        let template = String(try #require(manifest.text.firstMatch(of: #/media="([^"]+)"/#)).1).replacing("&amp;", with: "&")
+        func segment(_ n: Int) -> String {
+            template.replacing("$RepresentationID$", with: "hi").replacing("$Number$", with: String(n))
+        }
+        #expect([200, 302].contains(try await HTTP.get(segment(0)).status))
+        // 4 s segments: 0, and those starting within 20 s of its end, 1 to 5.
+        #expect(try await settledJobSegments(port, name + "-hi") == Set(0...5))
+        #expect([200, 302].contains(try await HTTP.get(segment(10)).status))
+        #expect(try await settledJobSegments(port, name + "-hi") == Set(0...5).union(10...15))
+        #expect(try await settledJobSegments(port, name + "-lo").isEmpty, "the Representation not played")
+    }
+
     /// A VOD player reads its playlist once: after a restart of its gateway, its next
     /// requests still move the read-ahead window on.
     @Test func readAheadGoesOnAfterTheGatewayRestarts() async throws {

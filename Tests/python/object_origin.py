@@ -24,6 +24,9 @@ Endpoints:
   /redirect/NAME     302 to /obj/NAME with the same query
   /vod/NAME.m3u8     a VOD media playlist of ?segments=N (default 10) segments of ?size=S
                      bytes (default 200000), 4 s each: /obj/NAME/segK.ts?size=S&token=abc
+  /dash/NAME.mpd     the same as a static DASH MPD: Representations "lo" and "hi", each a
+                     SegmentTemplate of /obj/NAME-ID/segK.ts?size=S&token=abc (4 s each,
+                     from 0) with an initialization /obj/NAME-ID/init.mp4?size=1000&token=abc
   /peer/v1/...       a lying peer: any piece request is answered 200 with 65536 bytes of garbage
   /slow/peer/v1/...  the same at 10 KB/s (a peer on a bad link)
   /__version         ?name=NAME[&bump=1][&gone=1]: bump NAME's version if asked, or have NAME
@@ -139,6 +142,8 @@ class Handler(BaseHTTPRequestHandler):
                 self.serve_object(kind, unquote(rest), url)
             elif kind == "vod" and rest.endswith(".m3u8"):
                 self.serve_vod(rest[:-len(".m3u8")])
+            elif kind == "dash" and rest.endswith(".mpd"):
+                self.serve_dash(rest[:-len(".mpd")])
             elif kind == "peer" or (kind == "slow" and rest.startswith("peer/")):
                 self.serve_garbage(10000 if kind == "slow" else 0)
             elif kind in ("__version", "__stats", "__reset"):
@@ -167,6 +172,18 @@ class Handler(BaseHTTPRequestHandler):
             lines += ["#EXTINF:4.0,", "/obj/%s/seg%d.ts?size=%d&token=abc" % (name, k, size)]
         lines.append("#EXT-X-ENDLIST")
         self.answer(200, ("\n".join(lines) + "\n").encode(), [("Content-Type", "application/vnd.apple.mpegurl")])
+
+    def serve_dash(self, name):
+        n = int(self.query.get("segments", "10"))
+        size = int(self.query.get("size", "200000"))
+        reps = "".join('<Representation id="%s" bandwidth="%d"/>' % (r, b) for r, b in (("lo", 300000), ("hi", 900000)))
+        body = ('<?xml version="1.0"?>\n<MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="static" '
+                'mediaPresentationDuration="PT%dS" minBufferTime="PT2S" profiles="urn:mpeg:dash:profile:isoff-live:2011">'
+                '<Period><AdaptationSet mimeType="video/mp2t"><SegmentTemplate startNumber="0" duration="4" '
+                'media="/obj/%s-$RepresentationID$/seg$Number$.ts?size=%d&amp;token=abc" '
+                'initialization="/obj/%s-$RepresentationID$/init.mp4?size=1000&amp;token=abc"/>%s'
+                '</AdaptationSet></Period></MPD>\n') % (4 * n, name, size, name, reps)
+        self.answer(200, body.encode(), [("Content-Type", "application/dash+xml")])
 
     def serve_garbage(self, rate):
         body = bytes((i * 31 + 5) % 256 for i in range(65536))

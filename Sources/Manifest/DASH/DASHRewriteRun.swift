@@ -13,6 +13,10 @@ struct DASHRewriteRun {
     let documentBase: DASHBase
 
     var representations: [RepresentationScope] = []
+    /// The Periods, in order (`RepresentationScope.period` indexes them).
+    var periods: [MPDNode] = []
+    /// Each Representation's segments, when `collectSegments` is set (`DASHSegments.swift`).
+    var segments: [DASHSegmentList] = []
     var periodSites: [SegmentSite] = []
     var adaptationSetSites: [SegmentSite] = []
     /// Segment URL values decided for inherited elements, written once every element that
@@ -43,12 +47,15 @@ struct DASHRewriteRun {
                 try xlinks(in: child, base)
             }
         }
+        // Before the segment URLs are rewritten: the lists are of the origin's values.
+        if r.options.collectSegments { segments = segmentLists() }
         try rewriteSegments()
     }
 
     // MARK: Levels
 
     mutating func period(_ node: MPDNode, parent: DASHBase) throws(ManifestError) {
+        periods.append(node)
         try container(node, parent: parent, childName: "AdaptationSet", isPeriodLevel: true) { run, child, base, own throws(ManifestError) in
             try run.adaptationSet(child, parent: base, period: own)
         }
@@ -95,7 +102,7 @@ struct DASHRewriteRun {
         representations.append(
             RepresentationScope(
                 node: node, base: base, id: node.attribute("id").map { String(decoding: $0, as: UTF8.self) },
-                inherited: inherited, own: segmentElements(of: node)))
+                period: periods.count - 1, inherited: inherited, own: segmentElements(of: node)))
     }
 
     /// The first SegmentBase, SegmentList and SegmentTemplate child of a level, by kind.
@@ -202,6 +209,8 @@ struct RepresentationScope {
     let node: MPDNode
     let base: DASHBase
     let id: String?
+    /// Index into `DASHRewriteRun.periods`.
+    let period: Int
     let inherited: [[MPDNode?]]
     var own: [MPDNode?]
 }

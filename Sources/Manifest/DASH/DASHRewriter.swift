@@ -27,6 +27,9 @@ public struct DASHRewriter: Sendable {
         public var inheritQuery: InheritQuery = .none
         /// Whether to list every rewritten URL in the result.
         public var collectReferences = false
+        /// Whether to list each Representation's segments of a static MPD, templates expanded
+        /// (`DASHRewrite.segments`): what read-ahead and prefetch follow.
+        public var collectSegments = false
 
         public init() {}
     }
@@ -60,7 +63,7 @@ public struct DASHRewriter: Sendable {
         }
         var run = DASHRewriteRun(rewriter: self, root: root)
         try run.run()
-        return DASHRewrite(output: document.serialized(), references: run.references)
+        return DASHRewrite(output: document.serialized(), references: run.references, segments: run.segments)
     }
 
     /// Rewrites text.

@@ -22,4 +22,7 @@ public struct DASHRewrite: Sendable {
     public var output: [UInt8]
     /// Every rewritten URL, when `collectReferences` was set.
     public var references: [DASHReference]
+    /// Each Representation's objects in playback order, when `collectSegments` was set and
+    /// the MPD is static; Representations whose segments cannot be listed are left out.
+    public var segments: [DASHSegmentList] = []
 }

@@ -1,0 +1,446 @@
+/// One object of a Representation, in playback order.
+public struct DASHSegment: Hashable, Sendable {
+    /// The absolute origin URL, template identifiers substituted.
+    public var url: String
+    /// Seconds of media, when the MPD gives them; nil for an initialization segment.
+    public var duration: Double?
+    public var isInitialization: Bool
+
+    public init(url: String, duration: Double?, isInitialization: Bool = false) {
+        self.url = url
+        self.duration = duration
+        self.isInitialization = isInitialization
+    }
+}
+
+/// A Representation's objects in playback order (its initialization first): what read-ahead
+/// and prefetch follow, as a VOD playlist's segments for HLS.
+public struct DASHSegmentList: Hashable, Sendable {
+    /// `Representation@id`.
+    public var representationID: String?
+    /// The Representation's place among all of the MPD's, in document order.
+    public var position: Int
+    public var segments: [DASHSegment]
+}
+
+/// The segments of a static MPD's Representations (`DASHRewriter.Options.collectSegments`):
+/// SegmentTemplate with a SegmentTimeline or a `@duration` (`$Number$`, `$Time$`,
+/// `$RepresentationID$`, `$Bandwidth$`, with `%0Nd` widths), and SegmentList. Worked out on
+/// the values as the origin wrote them, attribute by attribute inherited from Period and
+/// AdaptationSet. A Representation the rules do not cover (SegmentBase, an unknown
+/// identifier, no length to count segments against) has no list: read-ahead is an
+/// optimisation, so anything odd leaves it out rather than failing the rewrite.
+extension DASHRewriteRun {
+    /// The most segments listed for one MPD (a timeline's `@r` can claim billions).
+    static let maxListedSegments = 200_000
+
+    func segmentLists() -> [DASHSegmentList] {
+        let type = root.attribute("type").map { String(decoding: $0, as: UTF8.self) } ?? "static"
+        guard type == "static" else { return [] }
+        let spans = periodSpans()
+        var budget = Self.maxListedSegments
+        var lists: [DASHSegmentList] = []
+        for (position, rep) in representations.enumerated() where budget > 0 {
+            let seconds = rep.period < spans.count ? spans[rep.period] : nil
+            let segments = templateSegments(rep, periodSeconds: seconds, budget: &budget) ?? listSegments(rep, budget: &budget)
+            if let segments, segments.contains(where: { !$0.isInitialization }) {
+                lists.append(DASHSegmentList(representationID: rep.id, position: position, segments: segments))
+            }
+        }
+        return lists
+    }
+
+    /// Each Period's length in seconds, when the MPD gives it: `@duration`, else up to the
+    /// next Period's `@start`, else up to `MPD@mediaPresentationDuration`.
+    func periodSpans() -> [Double?] {
+        let total = root.attribute("mediaPresentationDuration").flatMap(Self.seconds)
+        var starts: [Double?] = []
+        var durations: [Double?] = []
+        var previousEnd: Double? = 0
+        for p in periods {
+            let start = p.attribute("start").flatMap(Self.seconds) ?? previousEnd
+            let duration = p.attribute("duration").flatMap(Self.seconds)
+            starts.append(start)
+            durations.append(duration)
+            previousEnd = start.flatMap { s in duration.map { s + $0 } }
+        }
+        return periods.indices.map { i in
+            if let d = durations[i] { return d }
+            guard let start = starts[i] else { return nil }
+            let end = i + 1 < periods.count ? starts[i + 1] : total
+            return end.map { $0 - start }.flatMap { $0 > 0 ? $0 : nil }
+        }
+    }
+
+    /// The elements of `kind` a Representation takes its segments from, innermost first.
+    func chain(_ rep: RepresentationScope, _ kind: SegmentKind) -> [MPDNode] {
+        ([rep.own[kind.rawValue]] + rep.inherited[kind.rawValue].reversed()).compactMap { $0 }
+    }
+
+    /// Attribute `name` from the innermost element of `chain` that has it.
+    static func inherited(_ name: StaticString, _ chain: [MPDNode]) -> [UInt8]? {
+        for node in chain { if let v = node.attribute(name) { return v } }
+        return nil
+    }
+
+    // MARK: SegmentTemplate
+
+    func templateSegments(_ rep: RepresentationScope, periodSeconds: Double?, budget: inout Int) -> [DASHSegment]? {
+        let chain = chain(rep, .template)
+        guard !chain.isEmpty, let rawMedia = Self.inherited("media", chain),
+            let media = try? r.writer.origin(rawMedia[...], in: rep.base), let template = SegmentTemplateURL(media)
+        else { return nil }
+        let timescale = Self.inherited("timescale", chain).flatMap(Self.integer) ?? 1
+        let startNumber = Self.inherited("startNumber", chain).flatMap(Self.integer) ?? 1
+        let offset = Self.inherited("presentationTimeOffset", chain).flatMap(Self.integer) ?? 0
+        guard timescale > 0 else { return nil }
+        let bandwidth = rep.node.attribute("bandwidth").flatMap(Self.integer)
+        var segments: [DASHSegment] = []
+        if let rawInit = Self.inherited("initialization", chain) ?? Self.initializationChild(chain),
+            let initURL = try? r.writer.origin(rawInit[...], in: rep.base),
+            let initTemplate = SegmentTemplateURL(initURL), !initTemplate.usesNumberOrTime,
+            let url = initTemplate.url(number: 0, time: 0, representationID: rep.id, bandwidth: bandwidth)
+        {
+            segments.append(DASHSegment(url: url, duration: nil, isInitialization: true))
+        }
+        // Media times and numbers, from the timeline or from @duration.
+        var times: [(time: UInt64, duration: UInt64)] = []
+        // The Period's end on the media timeline (nil when unknown or out of range).
+        let periodEnd = periodSeconds.flatMap { UInt64(exactly: ($0 * Double(timescale)).rounded(.up)) }.flatMap { Self.sum(offset, $0) }
+        if let timeline = chain.lazy.compactMap(Self.timeline).first {
+            guard let entries = SegmentTimelineEntries(timeline) else { return nil }
+            var t: UInt64 = 0
+            for (i, s) in entries.items.enumerated() {
+                if let start = s.t { t = start }
+                guard s.d > 0 else { return nil }
+                var count = s.r + 1
+                if s.r < 0 {
+                    // Repeated up to the next S@t, else to the end of the Period.
+                    guard let end = i + 1 < entries.items.count ? entries.items[i + 1].t : periodEnd, end > t else { return nil }
+                    count = Int(clamping: Self.ceilDiv(end - t, s.d))
+                }
+                for _ in 0..<count {
+                    guard times.count < budget else { break }
+                    times.append((t, s.d))
+                    guard let next = Self.sum(t, s.d) else { return nil }
+                    t = next
+                }
+            }
+        } else {
+            guard !template.usesTime, let duration = Self.inherited("duration", chain).flatMap(Self.integer), duration > 0,
+                let end = periodEnd
+            else { return nil }
+            var count = Int(clamping: Self.ceilDiv(end - offset, duration))
+            if let endNumber = Self.inherited("endNumber", chain).flatMap(Self.integer), endNumber >= startNumber {
+                count = min(count, Int(clamping: endNumber - startNumber) + 1)
+            }
+            for k in 0..<min(count, budget) {
+                let (product, overflow) = UInt64(k).multipliedReportingOverflow(by: duration)
+                guard !overflow, let time = Self.sum(offset, product) else { return nil }
+                times.append((time, duration))
+            }
+        }
+        guard !times.isEmpty else { return nil }
+        for (k, s) in times.enumerated() {
+            guard let number = Self.sum(startNumber, UInt64(k)),
+                let url = template.url(number: number, time: s.time, representationID: rep.id, bandwidth: bandwidth)
+            else { return nil }
+            segments.append(DASHSegment(url: url, duration: Double(s.duration) / Double(timescale)))
+        }
+        budget -= times.count
+        return segments
+    }
+
+    /// `Initialization@sourceURL` from the innermost element of `chain` that has the child.
+    static func initializationChild(_ chain: [MPDNode]) -> [UInt8]? {
+        for node in chain {
+            var found: [UInt8]?
+            try? node.forEachElementChild { child in
+                if found == nil, SegmentItem.childKind(child) == 0 { found = child.attribute("sourceURL") }
+            }
+            if let found { return found }
+        }
+        return nil
+    }
+
+    static func timeline(_ node: MPDNode) -> MPDNode? {
+        var found: MPDNode?
+        try? node.forEachElementChild { child in
+            if found == nil, child.hasLocalName("SegmentTimeline") { found = child }
+        }
+        return found
+    }
+
+    // MARK: SegmentList
+
+    func listSegments(_ rep: RepresentationScope, budget: inout Int) -> [DASHSegment]? {
+        let chain = chain(rep, .list)
+        guard !chain.isEmpty else { return nil }
+        let timescale = Self.inherited("timescale", chain).flatMap(Self.integer) ?? 1
+        let duration = Self.inherited("duration", chain).flatMap(Self.integer).map { Double($0) / Double(max(timescale, 1)) }
+        var initURL: String?
+        var media: [String] = []
+        // Each child kind from the innermost level that has it (a lower SegmentList with its
+        // own SegmentURLs replaces them all).
+        for node in chain {
+            var urls: [String] = []
+            var sawURLs = false
+            try? node.forEachElementChild { child in
+                switch SegmentItem.childKind(child) {
+                case 0 where initURL == nil:
+                    initURL = child.attribute("sourceURL").flatMap { try? r.writer.origin($0[...], in: rep.base) }
+                case 3:
+                    sawURLs = true
+                    if let m = child.attribute("media"), let url = try? r.writer.origin(m[...], in: rep.base) { urls.append(url) }
+                default:
+                    break
+                }
+            }
+            if sawURLs && media.isEmpty { media = urls }
+        }
+        guard !media.isEmpty else { return nil }
+        var segments = initURL.map { [DASHSegment(url: $0, duration: nil, isInitialization: true)] } ?? []
+        var seen = Set(segments.map(\.url))
+        // SegmentURLs that are ranges of one file are one object.
+        for url in media.prefix(budget) where seen.insert(url).inserted {
+            segments.append(DASHSegment(url: url, duration: duration))
+        }
+        budget -= min(media.count, budget)
+        return segments
+    }
+
+    // MARK: Values
+
+    /// `a + b`, nil on overflow.
+    static func sum(_ a: UInt64, _ b: UInt64) -> UInt64? {
+        let (s, overflow) = a.addingReportingOverflow(b)
+        return overflow ? nil : s
+    }
+
+    /// `a / b` rounded up (`b > 0`).
+    static func ceilDiv(_ a: UInt64, _ b: UInt64) -> UInt64 {
+        a / b + (a % b == 0 ? 0 : 1)
+    }
+
+    /// A non-negative decimal integer attribute.
+    static func integer(_ value: [UInt8]) -> UInt64? {
+        let trimmed = DASHReferenceWriter.trimmed(value[...])
+        guard !trimmed.isEmpty, trimmed.count <= 19, trimmed.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return trimmed.reduce(0) { $0 * 10 + UInt64($1 - 0x30) }
+    }
+
+    /// An xs:duration without years or months (`PT1H2M3.5S`, `P1DT2H`), in seconds.
+    static func seconds(_ value: [UInt8]) -> Double? {
+        var text = Substring(String(decoding: DASHReferenceWriter.trimmed(value[...]), as: UTF8.self))
+        guard text.first == "P" else { return nil }
+        text = text.dropFirst()
+        var total = 0.0
+        var inTime = false
+        var number = ""
+        var any = false
+        for c in text {
+            switch c {
+            case "T":
+                guard !inTime, number.isEmpty else { return nil }
+                inTime = true
+            case "0"..."9", ".":
+                number.append(c)
+            case "Y", "D", "H", "M", "S":
+                guard let n = Double(number) else { return nil }
+                switch (c, inTime) {
+                case ("D", false): total += n * 86_400
+                case ("H", true): total += n * 3_600
+                case ("M", true): total += n * 60
+                case ("S", true): total += n
+                case ("Y", false) where n == 0, ("M", false) where n == 0: break  // P0Y0M...: no calendar length
+                default: return nil  // years or months, or a unit on the wrong side of T
+                }
+                number = ""
+                any = true
+            default:
+                return nil
+            }
+        }
+        return any && number.isEmpty && total.isFinite ? total : nil
+    }
+}
+
+/// A SegmentTemplate URL split at its identifiers (ISO/IEC 23009-1 5.3.9.4.4).
+struct SegmentTemplateURL {
+    enum Part {
+        case literal(String)
+        case number(width: Int)
+        case time(width: Int)
+        case bandwidth(width: Int)
+        case representationID
+    }
+
+    let parts: [Part]
+
+    /// Nil for an identifier it does not know (`$SubNumber$`...) or a malformed one.
+    init?(_ template: String) {
+        var parts: [Part] = []
+        var rest = Substring(template)
+        while let open = rest.firstIndex(of: "$") {
+            if open > rest.startIndex { parts.append(.literal(String(rest[..<open]))) }
+            let afterOpen = rest.index(after: open)
+            guard let close = rest[afterOpen...].firstIndex(of: "$") else { return nil }
+            let token = rest[afterOpen..<close]
+            rest = rest[rest.index(after: close)...]
+            if token.isEmpty {
+                parts.append(.literal("$"))
+                continue
+            }
+            let name = token.prefix { $0 != "%" }
+            var width = 1
+            if name.count < token.count {
+                // %0Nd
+                let format = token.dropFirst(name.count)
+                guard format.hasPrefix("%0"), format.hasSuffix("d"), let w = Int(format.dropFirst(2).dropLast()), (1...32).contains(w) else { return nil }
+                width = w
+            }
+            switch name {
+            case "Number": parts.append(.number(width: width))
+            case "Time": parts.append(.time(width: width))
+            case "Bandwidth": parts.append(.bandwidth(width: width))
+            case "RepresentationID" where width == 1 && name.count == token.count: parts.append(.representationID)
+            default: return nil
+            }
+        }
+        if !rest.isEmpty { parts.append(.literal(String(rest))) }
+        self.parts = parts
+    }
+
+    var usesTime: Bool { parts.contains { if case .time = $0 { true } else { false } } }
+    var usesNumberOrTime: Bool {
+        parts.contains {
+            switch $0 {
+            case .number, .time: true
+            default: false
+            }
+        }
+    }
+
+    /// The URL of one segment; nil when it needs a value the Representation lacks.
+    func url(number: UInt64, time: UInt64, representationID: String?, bandwidth: UInt64?) -> String? {
+        var out = ""
+        for part in parts {
+            switch part {
+            case .literal(let s): out += s
+            case .number(let w): out += Self.padded(number, w)
+            case .time(let w): out += Self.padded(time, w)
+            case .bandwidth(let w):
+                guard let bandwidth else { return nil }
+                out += Self.padded(bandwidth, w)
+            case .representationID:
+                guard let representationID else { return nil }
+                out += representationID
+            }
+        }
+        return out
+    }
+
+    static func padded(_ n: UInt64, _ width: Int) -> String {
+        let digits = String(n)
+        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
+    }
+}
+
+/// The `S` entries of a SegmentTimeline, read from its bytes (the scanner keeps no record of
+/// them: a timeline can hold thousands).
+struct SegmentTimelineEntries {
+    struct Entry {
+        var t: UInt64?
+        var d: UInt64
+        /// Repeats after the first; -1: up to the next `t` or the Period's end.
+        var r: Int
+    }
+
+    let items: [Entry]
+
+    /// Nil when an `S` lacks `@d` or has a value that is not a plain number.
+    init?(_ timeline: MPDNode) {
+        let element = timeline.element
+        guard !element.isEmpty, !element.isShallow, element.edits < 0 else {
+            self.items = []
+            return
+        }
+        let bytes = timeline.doc.bytes
+        var items: [Entry] = []
+        var i = element.tagClose + 1
+        let end = element.contentEnd
+        while i < end {
+            guard let lt = bytes[i..<end].firstIndex(of: UInt8(ascii: "<")) else { break }
+            guard lt + 1 < end else { break }
+            let next = bytes[lt + 1]
+            if next == UInt8(ascii: "!") || next == UInt8(ascii: "?") || next == ASCII.slash {
+                // A comment, CDATA, processing instruction or end tag: no `>` inside that
+                // matters for numbers, except in comments (`-->`).
+                if bytes[(lt + 1)..<end].starts(with: "!--".utf8) {
+                    var j = lt + 4
+                    while j + 2 < end, !(bytes[j] == UInt8(ascii: "-") && bytes[j + 1] == UInt8(ascii: "-") && bytes[j + 2] == UInt8(ascii: ">")) { j += 1 }
+                    i = j + 3
+                } else {
+                    i = (bytes[lt..<end].firstIndex(of: UInt8(ascii: ">")) ?? end) + 1
+                }
+                continue
+            }
+            // A start tag: its name, then attributes up to `>` outside quotes.
+            var j = lt + 1
+            while j < end, !Self.isNameEnd(bytes[j]) { j += 1 }
+            let qname = bytes[(lt + 1)..<j]
+            let local = qname.lastIndex(of: UInt8(ascii: ":")).map { qname[($0 + 1)...] } ?? qname
+            var attributes: [(name: ArraySlice<UInt8>, value: ArraySlice<UInt8>)] = []
+            while j < end, bytes[j] != UInt8(ascii: ">") {
+                if bytes[j] == ASCII.slash || bytes[j] <= 0x20 {
+                    j += 1
+                    continue
+                }
+                let nameStart = j
+                while j < end, bytes[j] != UInt8(ascii: "="), bytes[j] > 0x20 { j += 1 }
+                let name = bytes[nameStart..<j]
+                while j < end, bytes[j] != ASCII.quote, bytes[j] != UInt8(ascii: "'") { j += 1 }
+                guard j < end else { return nil }
+                let quote = bytes[j]
+                let valueStart = j + 1
+                guard let close = bytes[valueStart..<end].firstIndex(of: quote) else { return nil }
+                attributes.append((name, bytes[valueStart..<close]))
+                j = close + 1
+            }
+            i = j + 1
+            guard local.elementsEqual("S".utf8) else { continue }
+            var entry = Entry(t: nil, d: 0, r: 0)
+            var hasD = false
+            for (name, value) in attributes {
+                let local = name.lastIndex(of: UInt8(ascii: ":")).map { name[($0 + 1)...] } ?? name
+                if local.elementsEqual("t".utf8) {
+                    guard let v = DASHRewriteRun.integer(Array(value)) else { return nil }
+                    entry.t = v
+                } else if local.elementsEqual("d".utf8) {
+                    guard let v = DASHRewriteRun.integer(Array(value)) else { return nil }
+                    entry.d = v
+                    hasD = true
+                } else if local.elementsEqual("r".utf8) {
+                    guard let v = Int(String(decoding: value, as: UTF8.self)), v >= -1 else { return nil }
+                    entry.r = v
+                }
+            }
+            guard hasD else { return nil }
+            items.append(entry)
+        }
+        self.items = items
+    }
+
+    static func isNameEnd(_ b: UInt8) -> Bool {
+        b <= 0x20 || b == UInt8(ascii: ">") || b == ASCII.slash
+    }
+}
+
+/// The MPD values the segment listing reads, for callers that read them too.
+public enum DASHSegmentListing {
+    /// An xs:duration without years or months (`PT1H2M3.5S`, `P1DT2H`), in seconds; nil for
+    /// anything else.
+    public static func seconds(_ text: String) -> Double? {
+        DASHRewriteRun.seconds(Array(text.utf8))
+    }
+}

@@ -1,0 +1,182 @@
+import Foundation
+import Manifest
+import Testing
+
+/// Each Representation's segments of a static MPD, listed for read-ahead and prefetch
+/// (`DASHRewriter.Options.collectSegments`): templates expanded by timeline or by duration,
+/// SegmentLists, inheritance and BaseURLs; the first segments checked against the independent
+/// player-side resolver over the corpus.
+@Suite struct SegmentListingTests {
+    static let mpdURL = "https://origin.example.com/vod/movie/manifest.mpd?token=abc"
+
+    func lists(_ text: String) throws -> [DASHSegmentList] {
+        var options = DASHRewriter.Options()
+        options.xresid = try XResID("stream-1")
+        options.collectSegments = true
+        return try DASHRewriter(mpdURL: try OriginURL(Self.mpdURL), options: options).rewrite(text).segments
+    }
+
+    func urls(_ list: DASHSegmentList) -> [String] { list.segments.map(\.url) }
+
+    @Test func aTimelineIsExpandedWithRepeatsTimesAndRepresentationValues() throws {
+        let found = try lists(mpd("""
+            <Period><AdaptationSet><BaseURL>http://cdn.example.com/v/</BaseURL>
+              <SegmentTemplate media="$RepresentationID$/$Bandwidth$-$Time%06d$.m4s" initialization="$RepresentationID$/init.mp4" timescale="1000">
+                <SegmentTimeline><!-- <S d="1"/> --><S t="500" d="2000" r="2"/><mpd:S xmlns:mpd="urn:mpeg:dash:schema:mpd:2011" d="1500"/></SegmentTimeline>
+              </SegmentTemplate>
+              <Representation id="lo" bandwidth="300"/><Representation id="hi" bandwidth="900"/>
+            </AdaptationSet></Period>
+            """))
+        #expect(found.map(\.representationID) == ["lo", "hi"])
+        #expect(found.map(\.position) == [0, 1])
+        let hi = try #require(found.last)
+        #expect(urls(hi) == [
+            "http://cdn.example.com/v/hi/init.mp4", "http://cdn.example.com/v/hi/900-000500.m4s", "http://cdn.example.com/v/hi/900-002500.m4s",
+            "http://cdn.example.com/v/hi/900-004500.m4s", "http://cdn.example.com/v/hi/900-006500.m4s",
+        ])
+        #expect(hi.segments.map(\.duration) == [nil, 2, 2, 2, 1.5])
+        #expect(hi.segments.map(\.isInitialization) == [true, false, false, false, false])
+    }
+
+    @Test func aRepeatToTheEndFillsThePeriod() throws {
+        // 10 s presentation, 4 s segments: 3 of them (the last one short).
+        let found = try lists(mpd("""
+            <Period><AdaptationSet>
+              <SegmentTemplate media="seg-$Time$.m4s" timescale="10" presentationTimeOffset="50">
+                <SegmentTimeline><S t="50" d="40" r="-1"/></SegmentTimeline>
+              </SegmentTemplate>
+              <Representation id="v"/>
+            </AdaptationSet></Period>
+            """))
+        #expect(found.first.map(urls) == ["https://origin.example.com/vod/movie/seg-50.m4s", "https://origin.example.com/vod/movie/seg-90.m4s", "https://origin.example.com/vod/movie/seg-130.m4s"])
+    }
+
+    @Test func aDurationIsCountedOverThePeriodFromTheStartNumber() throws {
+        // Period 2 runs from 6 s to the end of the 10 s presentation: 2 segments of 3 s.
+        let found = try lists(mpd("""
+            <Period id="1" duration="PT6S"><AdaptationSet>
+              <SegmentTemplate media="a/$Number%03d$.m4s" startNumber="7" duration="3" initialization="a/init.mp4"/>
+              <Representation id="a"/></AdaptationSet></Period>
+            <Period id="2" start="PT6S"><AdaptationSet>
+              <SegmentTemplate media="b/$Number$.m4s" duration="3000" timescale="1000"/>
+              <Representation id="b"/></AdaptationSet></Period>
+            """))
+        let base = "https://origin.example.com/vod/movie/"
+        #expect(found.count == 2)
+        #expect(found.first.map(urls) == [base + "a/init.mp4", base + "a/007.m4s", base + "a/008.m4s"])
+        #expect(found.last.map(urls) == [base + "b/1.m4s", base + "b/2.m4s"])
+        #expect(found.last?.segments.map(\.duration) == [3, 3])
+    }
+
+    @Test func attributesAreInheritedOneByOne() throws {
+        let found = try lists(mpd("""
+            <Period><SegmentTemplate timescale="1000" startNumber="0"/><AdaptationSet>
+              <SegmentTemplate media="$RepresentationID$_$Number$.m4s" duration="5000"/>
+              <Representation id="r1"><BaseURL>r1/</BaseURL></Representation>
+              <Representation id="r2"><SegmentTemplate startNumber="10"/></Representation>
+            </AdaptationSet></Period>
+            """))
+        let base = "https://origin.example.com/vod/movie/"
+        #expect(found.map(urls) == [[base + "r1/r1_0.m4s", base + "r1/r1_1.m4s"], [base + "r2_10.m4s", base + "r2_11.m4s"]])
+    }
+
+    @Test func aSegmentListIsListedAsWritten() throws {
+        let found = try lists(mpd("""
+            <Period><AdaptationSet><Representation id="v">
+              <SegmentList timescale="10" duration="25"><Initialization sourceURL="init.mp4"/>
+                <SegmentURL media="one.m4s"/><SegmentURL media="two.m4s"/>
+                <SegmentURL media="whole.mp4" mediaRange="0-99"/><SegmentURL media="whole.mp4" mediaRange="100-199"/>
+              </SegmentList></Representation>
+            </AdaptationSet></Period>
+            """))
+        let base = "https://origin.example.com/vod/movie/"
+        #expect(found.first.map(urls) == [base + "init.mp4", base + "one.m4s", base + "two.m4s", base + "whole.mp4"])
+        #expect(found.first?.segments.map(\.duration) == [nil, 2.5, 2.5, 2.5])
+    }
+
+    @Test func whatCannotBeListedIsLeftOut() throws {
+        // A live MPD, an identifier no list can fill, $Time$ without a timeline, a template
+        // with nothing to count against, SegmentBase: no lists, and the rewrite still works.
+        let live = """
+            <?xml version="1.0"?>
+            <MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="dynamic" availabilityStartTime="2024-01-01T00:00:00Z">
+            <Period><AdaptationSet><SegmentTemplate media="$Number$.m4s" duration="2"/><Representation id="v"/></AdaptationSet></Period></MPD>
+            """
+        #expect(try lists(live).isEmpty)
+        let odd = try lists(mpd("""
+            <Period><AdaptationSet>
+              <Representation id="sub"><SegmentTemplate media="$Number$-$SubNumber$.m4s" duration="2"/></Representation>
+              <Representation id="time"><SegmentTemplate media="$Time$.m4s" duration="2"/></Representation>
+              <Representation id="nolength"><SegmentTemplate media="$Number$.m4s"/></Representation>
+              <Representation id="base"><BaseURL>whole.mp4</BaseURL><SegmentBase indexRange="0-99"/></Representation>
+              <Representation id="ok"><SegmentTemplate media="$Number$.m4s" duration="5"/></Representation>
+            </AdaptationSet></Period>
+            """))
+        #expect(odd.map(\.representationID) == ["ok"])
+        #expect(odd.first?.position == 4)
+    }
+
+    @Test func aHostileTimelineIsBoundedAndNeverOverflows() throws {
+        let found = try lists(mpd("""
+            <Period><AdaptationSet><SegmentTemplate media="$Time$.m4s">
+              <SegmentTimeline><S t="18446744073709551000" d="300" r="999999999999"/></SegmentTimeline>
+            </SegmentTemplate><Representation id="a"/></AdaptationSet>
+            <AdaptationSet><SegmentTemplate media="$Number$.m4s"><SegmentTimeline><S d="1" r="999999999999"/></SegmentTimeline>
+            </SegmentTemplate><Representation id="b"/><Representation id="c"/></AdaptationSet></Period>
+            """))
+        // a: its times overflow 64 bits after two segments, so it has no list; b takes the
+        // whole bound and c gets nothing.
+        #expect(found.map(\.representationID) == ["b"])
+        #expect(found.first?.segments.count == 200_000)
+    }
+
+    @Test(arguments: [("PT1H2M3.5S", 3723.5), ("P1DT1S", 86401), ("PT0S", 0), ("PT10M", 600), ("P0Y0M0DT0H0M16S", 16)])
+    func durationsAreRead(text: String, seconds: Double) {
+        #expect(DASHSegmentListing.seconds(text) == seconds)
+    }
+
+    @Test(arguments: ["P1M", "PT", "1S", "PTS", "PT1H2", "P1Y", "PT-1S", "PT1M1D"])
+    func malformedOrCalendarDurationsAreRefused(text: String) {
+        #expect(DASHSegmentListing.seconds(text) == nil)
+    }
+
+    /// Over the corpus: every static MPD's lists start where a player starts, by the
+    /// independent resolver (Tests/python/dash_resolve.py) on the original MPD.
+    @Test func theCorpusListsStartWhereAPlayerStarts() throws {
+        let files = DASHTestEnvironment.corpusMPDs
+        guard !files.isEmpty else { return }
+        var options = DASHRewriter.Options()
+        options.xresid = try XResID("corpus.stream-1")
+        options.collectSegments = true
+        var inputs: [(file: URL, url: String)] = []
+        var listed: [String: [DASHSegmentList]] = [:]
+        for file in files {
+            let origin = try CorpusTests.originURL(file)
+            let result = try DASHRewriter(mpdURL: origin, options: options).rewrite([UInt8](Data(contentsOf: file)))
+            listed[file.path] = result.segments
+            inputs.append((file, origin.string))
+        }
+        let resolved = try ResolvedMPD.resolve(inputs)
+        var representations = 0
+        var segments = 0
+        for file in files {
+            let lists = listed[file.path] ?? []
+            let player = try #require(resolved[file.path])
+            for list in lists {
+                let rep = player.representations[list.position]
+                #expect(rep.id == list.representationID, "\(file.lastPathComponent)")
+                let first = list.segments.first { !$0.isInitialization }
+                #expect(first?.url == rep.media.first, "\(file.lastPathComponent) \(rep.key)")
+                if let initialization = list.segments.first, initialization.isInitialization {
+                    #expect(initialization.url == rep.`init`.first, "\(file.lastPathComponent) \(rep.key)")
+                }
+                representations += 1
+                segments += list.segments.count
+            }
+        }
+        // The corpus's static MPDs have 95 Representations with a SegmentTemplate or a
+        // SegmentList; those left out are one file each (SegmentURLs of byte ranges only).
+        #expect(representations >= 85)
+        print("DASH corpus: \(representations) Representations listed, \(segments) objects")
+    }
+}
