@@ -119,15 +119,71 @@ import Testing
     @Test func aHostileTimelineIsBoundedAndNeverOverflows() throws {
         let found = try lists(mpd("""
             <Period><AdaptationSet><SegmentTemplate media="$Time$.m4s">
-              <SegmentTimeline><S t="18446744073709551000" d="300" r="999999999999"/></SegmentTimeline>
+              <SegmentTimeline><S t="9999999999999999000" d="9000000000000000000" r="999999999999"/></SegmentTimeline>
             </SegmentTemplate><Representation id="a"/></AdaptationSet>
-            <AdaptationSet><SegmentTemplate media="$Number$.m4s"><SegmentTimeline><S d="1" r="999999999999"/></SegmentTimeline>
+            <AdaptationSet><SegmentTemplate media="$Number$.m4s" endNumber="9999999999999999999" duration="1"/>
+              <Representation id="e"/></AdaptationSet>
+            <AdaptationSet><SegmentTemplate media="$Number$.m4s"><SegmentTimeline><S d="1" r="9223372036854775807"/></SegmentTimeline>
             </SegmentTemplate><Representation id="b"/><Representation id="c"/></AdaptationSet></Period>
             """))
-        // a: its times overflow 64 bits after two segments, so it has no list; b takes the
-        // whole bound and c gets nothing.
-        #expect(found.map(\.representationID) == ["b"])
+        // a: its times overflow 64 bits after one segment, so it has no list; e: 10 s of 1 s
+        // segments, whatever its endNumber; b takes what is left of the bound and c nothing.
+        #expect(found.map(\.representationID) == ["e", "b"])
+        #expect(found.first?.segments.count == 10)
+        #expect(found.last?.segments.count == 200_000 - 1 - 10)
+    }
+
+    @Test func thousandsOfRepresentationsThatCannotFillAnInheritedTimelineCostNothing() throws {
+        // A template needing an @id, a long timeline, and 3,000 Representations without one:
+        // each is refused before its timeline is expanded (expanded, they were 6 x 10^8
+        // segments' work inside a request).
+        let found = try lists(mpd("""
+            <Period><AdaptationSet><SegmentTemplate media="$RepresentationID$/$Number$.m4s">
+              <SegmentTimeline><S d="1" r="199999"/></SegmentTimeline></SegmentTemplate>
+              \(String(repeating: "<Representation bandwidth=\"1\"/>", count: 3000))<Representation id="last"/>
+            </AdaptationSet></Period>
+            """))
+        #expect(found.map(\.representationID) == ["last"])
         #expect(found.first?.segments.count == 200_000)
+    }
+
+    @Test func timelineMarkupThatIsNotAnSIsSkipped() throws {
+        // A CDATA section and a processing instruction holding "<S", a prefixed attribute and
+        // a namespace declaration on an S: none of them adds or changes a segment.
+        let found = try lists(mpd("""
+            <Period><AdaptationSet><SegmentTemplate media="$Time$.m4s" xmlns:ext="urn:example:ext">
+              <SegmentTimeline><![CDATA[ > <S d="9" r="99"/> ]]><?pi > <S d="9" r="99"/> ?><S xmlns:t="urn:t" t="0" d="2" ext:r="5" r=" 1 "/></SegmentTimeline>
+            </SegmentTemplate><Representation id="v"/></AdaptationSet></Period>
+            """))
+        #expect(found.first.map(urls) == ["https://origin.example.com/vod/movie/0.m4s", "https://origin.example.com/vod/movie/2.m4s"])
+    }
+
+    @Test func theInnermostLevelDecidesTheInitializationAndTheSegmentURLs() throws {
+        let found = try lists(mpd("""
+            <Period><AdaptationSet>
+              <SegmentTemplate media="$Number$.m4s" duration="5" initialization="outer-init.mp4"/>
+              <SegmentList duration="5"><SegmentURL media="outer-1.m4s"/></SegmentList>
+              <Representation id="t"><SegmentTemplate><Initialization sourceURL="inner-init.mp4"/></SegmentTemplate></Representation>
+            </AdaptationSet>
+            <AdaptationSet>
+              <SegmentList duration="5"><SegmentURL media="outer-2.m4s"/></SegmentList>
+              <Representation id="l"><SegmentList><SegmentURL mediaRange="0-99"/></SegmentList></Representation>
+            </AdaptationSet></Period>
+            """))
+        let base = "https://origin.example.com/vod/movie/"
+        // t: the inner Initialization child; l: its own SegmentURLs (byte ranges only: no
+        // list), not the AdaptationSet's.
+        #expect(found.map(\.representationID) == ["t"])
+        #expect(found.first.map(urls) == [base + "inner-init.mp4", base + "1.m4s", base + "2.m4s"])
+    }
+
+    @Test func aPeriodEndAHairOverATickIsThatTick() throws {
+        // 0.3 s at 10 ticks a second is 3 ticks, not 4: one 3-tick segment.
+        let found = try lists(mpd("""
+            <Period duration="PT0.3S"><AdaptationSet><SegmentTemplate media="$Number$.m4s" timescale="10" duration="3"/>
+            <Representation id="v"/></AdaptationSet></Period>
+            """))
+        #expect(found.first?.segments.count == 1)
     }
 
     @Test(arguments: [("PT1H2M3.5S", 3723.5), ("P1DT1S", 86401), ("PT0S", 0), ("PT10M", 600), ("P0Y0M0DT0H0M16S", 16)])
@@ -135,7 +191,7 @@ import Testing
         #expect(DASHSegmentListing.seconds(text) == seconds)
     }
 
-    @Test(arguments: ["P1M", "PT", "1S", "PTS", "PT1H2", "P1Y", "PT-1S", "PT1M1D"])
+    @Test(arguments: ["P1M", "PT", "1S", "PTS", "PT1H2", "P1Y", "PT-1S", "PT1M1D", "P1DT", "PT1H1H", "PT1.5H", "PT1S1M", "P"])
     func malformedOrCalendarDurationsAreRefused(text: String) {
         #expect(DASHSegmentListing.seconds(text) == nil)
     }

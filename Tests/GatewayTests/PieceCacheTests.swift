@@ -117,14 +117,14 @@ final class PieceCacheTests {
     /// A piece the node must fetch again (a byte of it flipped on disk), from an origin whose
     /// copy changed since it was prepared: the player is sent to the origin (the checksums no
     /// longer stand) rather than given a 502, and the new copy is prepared and served. A copy
-    /// that became shorter than the piece (the origin's 416) is the same; one that is gone is
-    /// the origin's 404.
-    @Test(arguments: ["bump=1", "shorter", "gone=1"])
+    /// that became shorter than the piece (the origin's 416), or larger from an origin that
+    /// ignores ranges, is the same; one that is gone is the origin's 404.
+    @Test(arguments: ["bump=1", "shorter", "larger", "gone=1"])
     func anOriginCopyThatChangedSendsThePlayerThereAndTheNewCopyIsPrepared(change: String) async throws {
         let cache = Live.cacheFolder()
         let (g, port) = try gateway(cache: cache, ["--memory-cache-size", "0"])
         defer { g.stop() }
-        let name = "renewed-\(change.prefix(4)).ts"
+        let name = "renewed-\(change.prefix(5)).ts"
         let url = proxied(port, "/obj/\(name)?size=200000")
         let before = try await Live.whenReady(url)
         #expect(before.headers["etag"] == "\"\(name)-v1\"")
@@ -134,6 +134,8 @@ final class PieceCacheTests {
         var path = "/obj/\(name)?size=200000"
         if change == "shorter" {
             path = "/obj/\(name)?size=1000"
+        } else if change == "larger" {
+            path = "/obj/\(name)?size=300000&noranges=1"
         } else {
             _ = try await HTTP.get(originBase + "/__version?name=\(name)&\(change)")
         }

@@ -62,8 +62,6 @@ struct PrepareQueueTests {
         #expect(await waiting.value < .seconds(10))
     }
 
-    /// Checksums the tracker sends together are kept together: each one ready at once, and
-    /// all of them on disk for the next start.
     /// A run stopped before the origin answered (preempted by a player's job, or paused) tells
     /// its object's waiters nothing: the origin did not fail it. A player asking for a
     /// read-ahead object whose run was preempted got a 502 ("the fetch was cancelled") from
@@ -92,24 +90,34 @@ struct PrepareQueueTests {
         try await until { q.job(player.id)?.state == .running && q.job(readAhead.id)?.state == .queued }
         try await Task.sleep(for: .milliseconds(300))  // the stopped run has ended
         #expect(await q.head(key(0), timeout: .zero) == nil, "no answer from the origin yet")
-        // A wait for the player's job's first answer ends without one when the job is paused,
-        // long before its own 60 s.
-        let waiting = Task { await q.head(key(1), timeout: .seconds(60)) }
-        try await Task.sleep(for: .milliseconds(100))
-        #expect(q.pause(player.id)?.state == .paused)
-        // Bounds the test: a wait still under way after 20 s is cancelled, and that is a failure.
-        let watch = Task {
-            try? await Task.sleep(for: .seconds(20))
-            if Task.isCancelled { return false }
-            waiting.cancel()
-            return true
+        // A wait for a job's first answer ends without one when the job is paused (running,
+        // or waiting in the queue), long before its own 60 s.
+        func pausingEndsTheWaitForTheHead(of job: PrepareJob) async throws {
+            let waiting = Task { await q.head(job.key, timeout: .seconds(60)) }
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(q.pause(job.id)?.state == .paused)
+            // Bounds the test: a wait still under way after 20 s is cancelled, a failure.
+            let watch = Task {
+                try? await Task.sleep(for: .seconds(20))
+                if Task.isCancelled { return false }
+                waiting.cancel()
+                return true
+            }
+            #expect(await waiting.value == nil)
+            watch.cancel()
+            #expect(await watch.value == false, "the wait ended only when cancelled")
         }
-        #expect(await waiting.value == nil)
-        watch.cancel()
-        #expect(await watch.value == false, "the wait ended only when cancelled")
+        try await pausingEndsTheWaitForTheHead(of: player)
         #expect(await q.head(key(1), timeout: .zero) == nil, "no answer from the origin yet")
+        // The read-ahead job runs again now that the player's is paused: a third one waits.
+        let waitingJob = q.enqueue(key(2), url: url(2), urgent: false)
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(q.job(waitingJob.id)?.state == .queued)
+        try await pausingEndsTheWaitForTheHead(of: waitingJob)
     }
 
+    /// Checksums the tracker sends together are kept together: each one ready at once, and
+    /// all of them on disk for the next start.
     @Test func objectsMadeReadyTogetherAreAllKept() throws {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let path = folder + "/registry.sqlite"

@@ -15,7 +15,8 @@ Endpoints:
                      Content-Range bytes */SIZE, several ranges are ignored (200). An If-Range
                      that is neither the current ETag nor Last-Modified turns a Range into 200.
                      ?throttle=B: at most B body bytes per second. ?nolength=1: no
-                     Content-Length, the body ends when the connection closes.
+                     Content-Length, the body ends when the connection closes. ?noranges=1:
+                     Range is ignored (200, the whole object).
                      ?resetafter=N[&resets=K]: the first K (default 1) responses for NAME whose
                      body spans offset N send the bytes before N, then a TCP RST.
                      ?bumpafter=N: the first time a response for NAME reaches offset N (every
@@ -226,7 +227,7 @@ class Handler(BaseHTTPRequestHandler):
         q = self.query
         size = int(q.get("size", "1000000"))
         etag, modified = validators(name, version)
-        r = parse_range(self.headers.get("Range"), size)
+        r = None if q.get("noranges") == "1" else parse_range(self.headers.get("Range"), size)
         if_range = self.headers.get("If-Range")
         if if_range is not None and if_range not in (etag, modified):
             r = None  # the client's copy is stale: send the whole current object

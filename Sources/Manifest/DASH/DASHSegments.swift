@@ -38,11 +38,17 @@ extension DASHRewriteRun {
         let type = root.attribute("type").map { String(decoding: $0, as: UTF8.self) } ?? "static"
         guard type == "static" else { return [] }
         let spans = periodSpans()
+        // Charged for every segment worked out, listed or not, so that Representations that
+        // each fail late (thousands inheriting one timeline) cannot multiply the work.
         var budget = Self.maxListedSegments
+        // Each timeline read once, however many Representations inherit it.
+        var timelines: [Int32: SegmentTimelineEntries?] = [:]
         var lists: [DASHSegmentList] = []
         for (position, rep) in representations.enumerated() where budget > 0 {
             let seconds = rep.period < spans.count ? spans[rep.period] : nil
-            let segments = templateSegments(rep, periodSeconds: seconds, budget: &budget) ?? listSegments(rep, budget: &budget)
+            let segments =
+                templateSegments(rep, periodSeconds: seconds, budget: &budget, timelines: &timelines)
+                ?? listSegments(rep, budget: &budget)
             if let segments, segments.contains(where: { !$0.isInitialization }) {
                 lists.append(DASHSegmentList(representationID: rep.id, position: position, segments: segments))
             }
@@ -85,7 +91,9 @@ extension DASHRewriteRun {
 
     // MARK: SegmentTemplate
 
-    func templateSegments(_ rep: RepresentationScope, periodSeconds: Double?, budget: inout Int) -> [DASHSegment]? {
+    func templateSegments(
+        _ rep: RepresentationScope, periodSeconds: Double?, budget: inout Int, timelines: inout [Int32: SegmentTimelineEntries?]
+    ) -> [DASHSegment]? {
         let chain = chain(rep, .template)
         guard !chain.isEmpty, let rawMedia = Self.inherited("media", chain),
             let media = try? r.writer.origin(rawMedia[...], in: rep.base), let template = SegmentTemplateURL(media)
@@ -93,11 +101,11 @@ extension DASHRewriteRun {
         let timescale = Self.inherited("timescale", chain).flatMap(Self.integer) ?? 1
         let startNumber = Self.inherited("startNumber", chain).flatMap(Self.integer) ?? 1
         let offset = Self.inherited("presentationTimeOffset", chain).flatMap(Self.integer) ?? 0
-        guard timescale > 0 else { return nil }
         let bandwidth = rep.node.attribute("bandwidth").flatMap(Self.integer)
+        // A template this Representation cannot fill (no @id, no @bandwidth) lists nothing.
+        guard timescale > 0, template.url(number: 0, time: 0, representationID: rep.id, bandwidth: bandwidth) != nil else { return nil }
         var segments: [DASHSegment] = []
-        if let rawInit = Self.inherited("initialization", chain) ?? Self.initializationChild(chain),
-            let initURL = try? r.writer.origin(rawInit[...], in: rep.base),
+        if let rawInit = Self.initialization(chain), let initURL = try? r.writer.origin(rawInit[...], in: rep.base),
             let initTemplate = SegmentTemplateURL(initURL), !initTemplate.usesNumberOrTime,
             let url = initTemplate.url(number: 0, time: 0, representationID: rep.id, bandwidth: bandwidth)
         {
@@ -105,22 +113,28 @@ extension DASHRewriteRun {
         }
         // Media times and numbers, from the timeline or from @duration.
         var times: [(time: UInt64, duration: UInt64)] = []
-        // The Period's end on the media timeline (nil when unknown or out of range).
-        let periodEnd = periodSeconds.flatMap { UInt64(exactly: ($0 * Double(timescale)).rounded(.up)) }.flatMap { Self.sum(offset, $0) }
+        // The Period's end on the media timeline (nil when unknown or out of range); a
+        // product a hair over a whole tick (PT0.3S at 10 ticks) is that tick.
+        let periodEnd = periodSeconds.flatMap { seconds -> UInt64? in
+            let ticks = seconds * Double(timescale)
+            return UInt64(exactly: max(0, ticks - max(1e-9, ticks * 1e-12)).rounded(.up))
+        }.flatMap { Self.sum(offset, $0) }
         if let timeline = chain.lazy.compactMap(Self.timeline).first {
-            guard let entries = SegmentTimelineEntries(timeline) else { return nil }
+            if timelines[timeline.index] == nil { timelines[timeline.index] = .some(SegmentTimelineEntries(timeline)) }
+            guard let entries = timelines[timeline.index] ?? nil else { return nil }
             var t: UInt64 = 0
             for (i, s) in entries.items.enumerated() {
                 if let start = s.t { t = start }
                 guard s.d > 0 else { return nil }
-                var count = s.r + 1
+                var count = s.r + 1  // r is at most maxListedSegments
                 if s.r < 0 {
                     // Repeated up to the next S@t, else to the end of the Period.
                     guard let end = i + 1 < entries.items.count ? entries.items[i + 1].t : periodEnd, end > t else { return nil }
                     count = Int(clamping: Self.ceilDiv(end - t, s.d))
                 }
                 for _ in 0..<count {
-                    guard times.count < budget else { break }
+                    guard budget > 0 else { break }
+                    budget -= 1
                     times.append((t, s.d))
                     guard let next = Self.sum(t, s.d) else { return nil }
                     t = next
@@ -130,15 +144,16 @@ extension DASHRewriteRun {
             guard !template.usesTime, let duration = Self.inherited("duration", chain).flatMap(Self.integer), duration > 0,
                 let end = periodEnd
             else { return nil }
-            var count = Int(clamping: Self.ceilDiv(end - offset, duration))
+            var count = Self.ceilDiv(end - offset, duration)
             if let endNumber = Self.inherited("endNumber", chain).flatMap(Self.integer), endNumber >= startNumber {
-                count = min(count, Int(clamping: endNumber - startNumber) + 1)
+                count = min(count, endNumber - startNumber + 1)  // endNumber <= 10^19 - 1 < UInt64.max
             }
-            for k in 0..<min(count, budget) {
+            for k in 0..<min(Int(clamping: count), budget) {
                 let (product, overflow) = UInt64(k).multipliedReportingOverflow(by: duration)
                 guard !overflow, let time = Self.sum(offset, product) else { return nil }
                 times.append((time, duration))
             }
+            budget -= times.count
         }
         guard !times.isEmpty else { return nil }
         for (k, s) in times.enumerated() {
@@ -147,8 +162,17 @@ extension DASHRewriteRun {
             else { return nil }
             segments.append(DASHSegment(url: url, duration: Double(s.duration) / Double(timescale)))
         }
-        budget -= times.count
         return segments
+    }
+
+    /// The initialization URL from the innermost element of `chain` that gives one, as
+    /// `@initialization` or as an `Initialization` child.
+    static func initialization(_ chain: [MPDNode]) -> [UInt8]? {
+        for node in chain {
+            if let value = node.attribute("initialization") { return value }
+            if let value = initializationChild([node]) { return value }
+        }
+        return nil
     }
 
     /// `Initialization@sourceURL` from the innermost element of `chain` that has the child.
@@ -179,7 +203,7 @@ extension DASHRewriteRun {
         let timescale = Self.inherited("timescale", chain).flatMap(Self.integer) ?? 1
         let duration = Self.inherited("duration", chain).flatMap(Self.integer).map { Double($0) / Double(max(timescale, 1)) }
         var initURL: String?
-        var media: [String] = []
+        var media: [String]?
         // Each child kind from the innermost level that has it (a lower SegmentList with its
         // own SegmentURLs replaces them all).
         for node in chain {
@@ -189,23 +213,23 @@ extension DASHRewriteRun {
                 switch SegmentItem.childKind(child) {
                 case 0 where initURL == nil:
                     initURL = child.attribute("sourceURL").flatMap { try? r.writer.origin($0[...], in: rep.base) }
-                case 3:
+                case 3 where media == nil && budget > 0:
                     sawURLs = true
+                    budget -= 1
                     if let m = child.attribute("media"), let url = try? r.writer.origin(m[...], in: rep.base) { urls.append(url) }
                 default:
                     break
                 }
             }
-            if sawURLs && media.isEmpty { media = urls }
+            if sawURLs && media == nil { media = urls }
         }
-        guard !media.isEmpty else { return nil }
+        guard let media, !media.isEmpty else { return nil }
         var segments = initURL.map { [DASHSegment(url: $0, duration: nil, isInitialization: true)] } ?? []
         var seen = Set(segments.map(\.url))
         // SegmentURLs that are ranges of one file are one object.
-        for url in media.prefix(budget) where seen.insert(url).inserted {
+        for url in media where seen.insert(url).inserted {
             segments.append(DASHSegment(url: url, duration: duration))
         }
-        budget -= min(media.count, budget)
         return segments
     }
 
@@ -229,39 +253,47 @@ extension DASHRewriteRun {
         return trimmed.reduce(0) { $0 * 10 + UInt64($1 - 0x30) }
     }
 
-    /// An xs:duration without years or months (`PT1H2M3.5S`, `P1DT2H`), in seconds.
+    /// An xs:duration without years or months (`PT1H2M3.5S`, `P1DT2H`; zero years and months
+    /// are allowed), in seconds. Units in order, each at most once; fractions on seconds only.
     static func seconds(_ value: [UInt8]) -> Double? {
         var text = Substring(String(decoding: DASHReferenceWriter.trimmed(value[...]), as: UTF8.self))
         guard text.first == "P" else { return nil }
         text = text.dropFirst()
+        // Y M D, then T, then H M S: each unit's rank must exceed the last one's.
+        let dateRanks: [Character: Int] = ["Y": 0, "M": 1, "D": 2]
+        let timeRanks: [Character: Int] = ["H": 4, "M": 5, "S": 6]
         var total = 0.0
+        var last = -1
         var inTime = false
         var number = ""
-        var any = false
+        var units = 0
+        var unitsAfterT = 0
         for c in text {
             switch c {
             case "T":
                 guard !inTime, number.isEmpty else { return nil }
                 inTime = true
+                last = 3
             case "0"..."9", ".":
                 number.append(c)
-            case "Y", "D", "H", "M", "S":
-                guard let n = Double(number) else { return nil }
-                switch (c, inTime) {
-                case ("D", false): total += n * 86_400
-                case ("H", true): total += n * 3_600
-                case ("M", true): total += n * 60
-                case ("S", true): total += n
-                case ("Y", false) where n == 0, ("M", false) where n == 0: break  // P0Y0M...: no calendar length
-                default: return nil  // years or months, or a unit on the wrong side of T
-                }
-                number = ""
-                any = true
             default:
-                return nil
+                guard let rank = (inTime ? timeRanks : dateRanks)[c], rank > last, let n = Double(number) else { return nil }
+                guard c == "S" || !number.contains(".") else { return nil }
+                switch rank {
+                case 0, 1: guard n == 0 else { return nil }  // a calendar length has no fixed seconds
+                case 2: total += n * 86_400
+                case 4: total += n * 3_600
+                case 5: total += n * 60
+                default: total += n
+                }
+                last = rank
+                number = ""
+                units += 1
+                if inTime { unitsAfterT += 1 }
             }
         }
-        return any && number.isEmpty && total.isFinite ? total : nil
+        guard units > 0, number.isEmpty, !inTime || unitsAfterT > 0, total.isFinite else { return nil }
+        return total
     }
 }
 
@@ -374,15 +406,13 @@ struct SegmentTimelineEntries {
             guard lt + 1 < end else { break }
             let next = bytes[lt + 1]
             if next == UInt8(ascii: "!") || next == UInt8(ascii: "?") || next == ASCII.slash {
-                // A comment, CDATA, processing instruction or end tag: no `>` inside that
-                // matters for numbers, except in comments (`-->`).
-                if bytes[(lt + 1)..<end].starts(with: "!--".utf8) {
-                    var j = lt + 4
-                    while j + 2 < end, !(bytes[j] == UInt8(ascii: "-") && bytes[j + 1] == UInt8(ascii: "-") && bytes[j + 2] == UInt8(ascii: ">")) { j += 1 }
-                    i = j + 3
-                } else {
-                    i = (bytes[lt..<end].firstIndex(of: UInt8(ascii: ">")) ?? end) + 1
-                }
+                // A comment, CDATA section, processing instruction or end tag: skipped whole.
+                let rest = bytes[(lt + 1)..<end]
+                let close: [UInt8] =
+                    rest.starts(with: "!--".utf8) ? Array("-->".utf8)
+                    : rest.starts(with: "![CDATA[".utf8) ? Array("]]>".utf8)
+                    : next == UInt8(ascii: "?") ? Array("?>".utf8) : [UInt8(ascii: ">")]
+                i = Self.after(close, in: bytes, from: lt + 2, to: end)
                 continue
             }
             // A start tag: its name, then attributes up to `>` outside quotes.
@@ -411,24 +441,40 @@ struct SegmentTimelineEntries {
             guard local.elementsEqual("S".utf8) else { continue }
             var entry = Entry(t: nil, d: 0, r: 0)
             var hasD = false
+            // Only unprefixed attributes are the S's own (`xmlns:…`, extensions are not).
             for (name, value) in attributes {
-                let local = name.lastIndex(of: UInt8(ascii: ":")).map { name[($0 + 1)...] } ?? name
-                if local.elementsEqual("t".utf8) {
+                if name.elementsEqual("t".utf8) {
                     guard let v = DASHRewriteRun.integer(Array(value)) else { return nil }
                     entry.t = v
-                } else if local.elementsEqual("d".utf8) {
+                } else if name.elementsEqual("d".utf8) {
                     guard let v = DASHRewriteRun.integer(Array(value)) else { return nil }
                     entry.d = v
                     hasD = true
-                } else if local.elementsEqual("r".utf8) {
-                    guard let v = Int(String(decoding: value, as: UTF8.self)), v >= -1 else { return nil }
-                    entry.r = v
+                } else if name.elementsEqual("r".utf8) {
+                    let text = DASHReferenceWriter.trimmed(value)
+                    if text.elementsEqual("-1".utf8) {
+                        entry.r = -1
+                    } else {
+                        // More repeats than a listing takes are as good as that many.
+                        guard let v = DASHRewriteRun.integer(Array(text)) else { return nil }
+                        entry.r = Int(min(v, UInt64(DASHRewriteRun.maxListedSegments)))
+                    }
                 }
             }
             guard hasD else { return nil }
             items.append(entry)
         }
         self.items = items
+    }
+
+    /// The index after the first `marker` in `bytes[from..<end]`, else `end`.
+    static func after(_ marker: [UInt8], in bytes: [UInt8], from: Int, to end: Int) -> Int {
+        var j = from
+        while j + marker.count <= end {
+            if bytes[j..<(j + marker.count)].elementsEqual(marker) { return j + marker.count }
+            j += 1
+        }
+        return end
     }
 
     static func isNameEnd(_ b: UInt8) -> Bool {

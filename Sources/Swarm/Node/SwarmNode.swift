@@ -472,10 +472,17 @@ public final class SwarmNode: Sendable {
         let size = layout.size(of: index)
         let request = OriginRequest(url: url, range: .closed(first: first, last: first + Int64(size) - 1), maxBodySize: Int64(layout.length))
         let response: OriginResponse
-        do { response = try await origin.fetch(request) } catch { throw .origin(error) }
+        do {
+            response = try await origin.fetch(request)
+        } catch where error.code == .tooLarge {
+            // An origin that ignores ranges and sends a copy larger than the one prepared.
+            throw originChanged(key, checksums, url: url, "the origin's copy of \(key) is larger than the prepared one")
+        } catch {
+            throw .origin(error)
+        }
         switch response.status {
         case 200, 206: break
-        case 416: throw originChanged(key, url: url, "the origin's copy of \(key) is shorter than piece \(index) (416)")
+        case 416: throw originChanged(key, checksums, url: url, "the origin's copy of \(key) is shorter than piece \(index) (416)")
         default: throw .originStatus(response.status, "origin answered \(response.status) for piece \(index) of \(key)")
         }
         var bytes: [UInt8] = []
@@ -502,20 +509,24 @@ public final class SwarmNode: Sendable {
         let verified = bytes.withUnsafeBytes { checksums.matches(index, $0) }
         guard verified else {
             onBadPiece()
-            throw originChanged(key, url: url, "piece \(index) of \(key) from the origin does not match its checksum")
+            throw originChanged(key, checksums, url: url, "piece \(index) of \(key) from the origin does not match its checksum")
         }
         keep(key, layout, index, bytes)
         return bytes
     }
 
-    /// The origin's copy of `key` is no longer the one its checksums were made from: they and
-    /// the pieces held are dropped, and the object is prepared again.
-    private func originChanged(_ key: ObjectKey, url: String, _ why: String) -> PieceFailure {
-        logger.warning("the origin's copy changed; preparing the object again", metadata: ["object": "\(key)", "why": "\(why)"])
-        registry.markUnknown(key)
-        store.remove(key)
-        // With a tracker, the next request asks its registry again.
-        if link == nil { prepareQueue.enqueue(key, url: url, urgent: true) }
+    /// The origin's copy of `key` is no longer the one `checksums` were made from: they and the
+    /// pieces held are dropped, and the object is prepared again — unless the registry holds
+    /// other checksums by now (a fetch that started before the object was prepared again must
+    /// not drop the new copy).
+    private func originChanged(_ key: ObjectKey, _ checksums: PieceChecksums, url: String, _ why: String) -> PieceFailure {
+        if registry.checksums(key) == checksums {
+            logger.warning("the origin's copy changed; preparing the object again", metadata: ["object": "\(key)", "why": "\(why)"])
+            registry.markUnknown(key)
+            store.remove(key)
+            // With a tracker, the next request asks its registry again.
+            if link == nil { prepareQueue.enqueue(key, url: url, urgent: true) }
+        }
         return .originChanged(why)
     }
 }

@@ -292,6 +292,13 @@ public final class PrepareQueue: Service, Sendable {
         return waiters.filter { (judged || elapsed >= $0.value.limit / 8) && $0.value.deadline < projectedEnd }.map(\.key)
     }
 
+    /// Ends every wait for `id`'s head without an answer (its job was paused or cancelled
+    /// before it ran).
+    private func stopWaitingForHead(_ id: String) {
+        let waiting = state.withLock { s in s.headWaiters.removeValue(forKey: id).map { Array($0.values) } ?? [] }
+        for c in waiting { c.resume(returning: nil) }
+    }
+
     /// Ends one wait for a head without an answer (timed out or cancelled).
     private func stopWaiting(_ id: String, _ waiter: Int) {
         let c = state.withLock { s -> CheckedContinuation<OriginHead?, Never>? in
@@ -325,6 +332,7 @@ public final class PrepareQueue: Service, Sendable {
             return (job, Self.stop(id, &s), Self.takeEndWaiters(id, &s))
         }
         for c in waiters { c.resume() }
+        if task == nil { stopWaitingForHead(id) }  // a running job's run ends them as it stops
         task?.cancel()
         if let job { save([job]) }
         wake.yield()
@@ -353,6 +361,7 @@ public final class PrepareQueue: Service, Sendable {
             return (job, Self.stop(id, &s), Self.takeEndWaiters(id, &s))
         }
         for c in waiters { c.resume() }
+        if task == nil { stopWaitingForHead(id) }
         task?.cancel()
         if let job, job.state == .cancelled {
             save([job])

@@ -13,10 +13,11 @@ public enum OriginHead: Sendable, Equatable {
     case forbidden(String)
     /// The origin did not answer in time.
     case timeout(String)
-    /// The origin has the object, but the swarm cannot take it: over the size cap, or sent
-    /// without a length. Players go to the origin for it, as while it is prepared.
+    /// The origin has the object, but the swarm cannot take it: over the size cap, sent
+    /// without a length, or changing while it was prepared. Players go to the origin for it,
+    /// as while it is prepared.
     case uncacheable(String)
-    /// Anything else: connection failures, a copy that kept changing.
+    /// Anything else: connection failures.
     case failed(String)
 }
 
@@ -88,7 +89,7 @@ struct Preparer: Sendable {
                     validator == job.validator
                 else {
                     restarts += 1
-                    guard restarts <= 3 else { throw Failure(head: .failed("the origin's object kept changing while it was prepared")) }
+                    guard restarts <= 3 else { throw Failure(head: .uncacheable("the origin's object kept changing while it was prepared")) }
                     job.restart()
                     progress(job)
                     continue
