@@ -140,6 +140,26 @@ final class SwarmTransferTests {
         }
     }
 
+    /// An origin on loopback, a tracker (with `trackerFlags`) and nodes A and B logged in to it.
+    struct TwoNodes {
+        let origin: LiveProcess, originPort: Int
+        let tracker: LiveProcess, trackerPort: Int
+        let a: LiveProcess, portA: Int
+        let b: LiveProcess, portB: Int
+
+        func stop() {
+            for p in [b, a, tracker, origin] { p.stop() }
+        }
+    }
+
+    func twoNodes(trackerFlags: [String] = []) throws -> TwoNodes {
+        let (origin, originPort) = try Live.objectOrigin()
+        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort, trackerFlags)
+        let (a, portA) = try node(trackerPort: trackerPort, originPort: originPort)
+        let (b, portB) = try node(trackerPort: trackerPort, originPort: originPort)
+        return TwoNodes(origin: origin, originPort: originPort, tracker: t, trackerPort: trackerPort, a: a, portA: portA, b: b, portB: portB)
+    }
+
     /// An origin a second away (each of its answers a round trip after the question), a
     /// tracker and one node logged in to it, and VOD `name` (3 segments) fetched through the
     /// node: its objects are queued for preparation and stay unready for seconds.
@@ -225,14 +245,9 @@ final class SwarmTransferTests {
     /// not whole: two viewers who leave after three segments of a 200-segment VOD cost the
     /// origin that window, and a viewer who plays on moves it.
     @Test func theTrackerPreparesAWindowAheadOfTheSwarmsFurthestPlayerNotTheWholeVOD() async throws {
-        let (origin, originPort) = try Live.objectOrigin()
-        defer { origin.stop() }
-        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort, ["--read-ahead", "20"])
-        defer { t.stop() }
-        let (a, portA) = try node(trackerPort: trackerPort, originPort: originPort)
-        defer { a.stop() }
-        let (b, portB) = try node(trackerPort: trackerPort, originPort: originPort)
-        defer { b.stop() }
+        let swarm = try twoNodes(trackerFlags: ["--read-ahead", "20"])
+        defer { swarm.stop() }
+        let (originPort, portA, portB) = (swarm.originPort, swarm.portA, swarm.portB)
         let list = Self.playlist("left", originPort: originPort, segments: 200)
         for port in [portA, portB] { expectCorrect(try await Self.play(port: port, playlist: list, count: 3), "left", segments: 3) }
         // 4 s segments. Reached: 0 to 2 played, and up to 5 if a node prefetched after serving
@@ -267,6 +282,34 @@ final class SwarmTransferTests {
         let sent = try await Self.settledOriginSegments(originPort, "resumed", including: 50...55)
         #expect(sent.min() == 50, "\(sent.sorted())")
         #expect(sent.max() ?? 0 <= 60, "\(sent.sorted())")
+    }
+
+    /// A static MPD in a swarm: the tracker reads ahead the Representation the players play
+    /// (not the others), and a second node's player takes its segments from peers.
+    @Test func aStaticMPDIsReadAheadAndSharedInTheSwarm() async throws {
+        let swarm = try twoNodes(trackerFlags: ["--read-ahead", "20"])
+        defer { swarm.stop() }
+        let (originPort, portA, portB) = (swarm.originPort, swarm.portA, swarm.portB)
+        let name = "dash-swarm"
+        // Each node's player reads the MPD through its node and fills the template for "hi".
+        func hiSegments(_ port: Int, _ range: Range<Int>) async throws -> [String] {
+            let mpd = try await HTTP.get("http://127.0.0.1:\(port)/hls.vod.p2p.com/127.0.0.1:\(originPort)/dash/\(name).mpd?segments=200&size=200000")
+            #expect(mpd.status == 200)
+            let template = String(try #require(mpd.text.firstMatch(of: #/media="([^"]+)"/#)).1).replacing("&amp;", with: "&")
+            return range.map { template.replacing("$RepresentationID$", with: "hi").replacing("$Number$", with: String($0)) }
+        }
+        expectCorrect(try await Self.fetch(try await hiSegments(portA, 0..<6)), name + "-hi", segments: 6)
+        // 4 s segments, 0 to 5 played (6 to 8 prefetched at most): the window reaches 10 (or 13).
+        let sent = try await Self.settledOriginSegments(originPort, name + "-hi", including: 0...8)
+        #expect(sent.isSuperset(of: 0...8), "\(sent.sorted())")
+        #expect(sent.max() ?? 0 <= 14, "\(sent.sorted())")
+        // Settled above: the origin never saw the Representation not played.
+        let seen = try await HTTP.get("http://127.0.0.1:\(originPort)/__stats").text
+        #expect(!seen.contains(name + "-lo/seg"), "the Representation not played")
+        // B's player plays the same: from peers.
+        expectCorrect(try await Self.fetch(try await hiSegments(portB, 0..<6)), name + "-hi", segments: 6)
+        let stat = try JSONSerialization.jsonObject(with: try await HTTP.get("http://127.0.0.1:\(portB)/stat").body) as? [String: Any] ?? [:]
+        #expect((stat["p2pBytes"] as? Int ?? 0) + (stat["cacheBytes"] as? Int ?? 0) >= 3 * 200_000, "\(stat)")
     }
 
     /// A playlist a node read while its tracker was away reaches the tracker at the node's
