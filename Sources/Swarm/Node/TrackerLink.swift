@@ -89,7 +89,7 @@ public final class TrackerLink: Service, Sendable {
             if ContinuousClock.now - started > .seconds(30) { failures = 0 }
             failures += 1
             let delay = Self.backoff(failures, min: configuration.minBackoff, max: configuration.maxBackoff)
-            logger.warning("tracker connection ended; reconnecting", metadata: ["reason": "\(outcome)", "in_ms": "\(delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000)"])
+            logger.warning("tracker connection ended; reconnecting", metadata: ["reason": "\(outcome)", "in_ms": "\(delay.milliseconds)"])
             try await Task.sleep(for: delay)
         }
     }
@@ -241,7 +241,7 @@ public final class TrackerLink: Service, Sendable {
         m.urgent = urgent
         m.wait = waitForOrigin
         if ifReady { m.ifReady = true }
-        let ms = readyWithin.components.seconds * 1000 + readyWithin.components.attoseconds / 1_000_000_000_000_000
+        let ms = readyWithin.milliseconds
         if ms > 0 { m.readyWithin = Int(ms) }
         let timeout = (waitForOrigin ? configuration.checksumTimeout : configuration.quickChecksumTimeout) + .milliseconds(max(ms, 0))
         guard let reply = await request(m, timeout: timeout) else {
@@ -276,5 +276,12 @@ public final class TrackerLink: Service, Sendable {
                 }
             }
         }
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds (truncated).
+    var milliseconds: Int64 {
+        components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
     }
 }

@@ -266,17 +266,21 @@ public final class PrepareQueue: Service, Sendable {
     /// Takes every wait for `id`'s end (resumed by the caller, outside the lock): the job ended,
     /// or will not end soon (paused, cancelled).
     private static func takeEndWaiters(_ id: String, _ s: inout State) -> [CheckedContinuation<Void, Never>] {
-        s.endWaiters.removeValue(forKey: id).map { $0.values.map(\.continuation) } ?? []
+        take(nil, of: id, from: &s.endWaiters).map(\.continuation)
     }
 
     /// Ends these waits for a job's end (timed out, cancelled, or too far from the end).
     private func stopWaitingForEnd(_ id: String, _ waiters: [Int]) {
-        let ended = state.withLock { s -> [CheckedContinuation<Void, Never>] in
-            let ended = waiters.compactMap { s.endWaiters[id]?.removeValue(forKey: $0)?.continuation }
-            if s.endWaiters[id]?.isEmpty == true { s.endWaiters[id] = nil }
-            return ended
-        }
-        for c in ended { c.resume() }
+        let ended = state.withLock { Self.take(waiters, of: id, from: &$0.endWaiters) }
+        for w in ended { w.continuation.resume() }
+    }
+
+    /// Takes waits `numbers` (all when nil) of `id` out of `table`, dropping an emptied entry.
+    private static func take<W>(_ numbers: [Int]?, of id: String, from table: inout [String: [Int: W]]) -> [W] {
+        guard let numbers else { return table.removeValue(forKey: id).map { Array($0.values) } ?? [] }
+        let taken = numbers.compactMap { table[id]?.removeValue(forKey: $0) }
+        if table[id]?.isEmpty == true { table[id] = nil }
+        return taken
     }
 
     /// The waits for `id`'s end whose deadline comes before the job's projected end.
@@ -295,24 +299,20 @@ public final class PrepareQueue: Service, Sendable {
     /// Ends every wait for `id`'s head without an answer (its job was paused or cancelled
     /// before it ran).
     private func stopWaitingForHead(_ id: String) {
-        let waiting = state.withLock { s in s.headWaiters.removeValue(forKey: id).map { Array($0.values) } ?? [] }
+        let waiting = state.withLock { Self.take(nil, of: id, from: &$0.headWaiters) }
         for c in waiting { c.resume(returning: nil) }
     }
 
     /// Ends one wait for a head without an answer (timed out or cancelled).
     private func stopWaiting(_ id: String, _ waiter: Int) {
-        let c = state.withLock { s -> CheckedContinuation<OriginHead?, Never>? in
-            let c = s.headWaiters[id]?.removeValue(forKey: waiter)
-            if s.headWaiters[id]?.isEmpty == true { s.headWaiters[id] = nil }
-            return c
-        }
-        c?.resume(returning: nil)
+        let waiting = state.withLock { Self.take([waiter], of: id, from: &$0.headWaiters) }
+        for c in waiting { c.resume(returning: nil) }
     }
 
     /// Records a job's head and hands back the waits it ends (resumed by the caller, outside the lock).
     private static func setHead(_ id: String, _ head: OriginHead, _ s: inout State) -> [CheckedContinuation<OriginHead?, Never>] {
         s.heads[id] = head
-        return s.headWaiters.removeValue(forKey: id).map { Array($0.values) } ?? []
+        return take(nil, of: id, from: &s.headWaiters)
     }
 
     /// Every job in queue order.
@@ -469,7 +469,7 @@ public final class PrepareQueue: Service, Sendable {
                 woken = Self.setHead(id, f.head, &s)
             } else if stopped, s.jobs[id]?.state != .queued {
                 // Paused or cancelled: no answer is coming soon, so its waits end without one.
-                woken = s.headWaiters.removeValue(forKey: id).map { Array($0.values) } ?? []
+                woken = Self.take(nil, of: id, from: &s.headWaiters)
             }
             guard s.running[id] != nil else { return nil }  // paused, cancelled or preempted
             s.running[id] = nil
