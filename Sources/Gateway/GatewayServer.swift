@@ -154,6 +154,11 @@ struct LocalRegistryHost: TrackerHost {
         node.registry.readyAnswer(ref.key)
     }
 
+    func recheck(_ ref: ObjectRef, piece: Int) async {
+        guard Self.names(ref) else { return }
+        await node.recheck(ref, piece: piece)
+    }
+
     /// Whether `ref.url` is the origin URL of the object `ref` keys: a node cannot have the
     /// registry file one URL's checksums under another object.
     static func names(_ ref: ObjectRef) -> Bool {

@@ -2,9 +2,11 @@ import Hummingbird
 import PieceStore
 import Swarm
 
-/// `GET /peer/v1/OBJECT/PIECE?from=PEER&token=TOKEN`: one verified piece for another node
-/// (SPEC section 3). The token is the tracker's `PieceToken` for (PEER → this node, OBJECT),
-/// checked here with the app secret; `feature?upload=0` refuses every request at once.
+/// `GET /peer/v1/OBJECT/PIECE?from=PEER&token=TOKEN[&sha=HEX]`: one verified piece for another
+/// node (SPEC section 3). The token is the tracker's `PieceToken` for (PEER → this node,
+/// OBJECT), checked here with the app secret; `feature?upload=0` refuses every request at once.
+/// `sha` (the start of the piece's SHA-256 as the asker's checksums have it): a piece of
+/// another copy of the object is refused with 409, not sent to fail the asker's check.
 extension GatewayResponder {
     func peerPiece(_ request: Request, path: Substring) async throws(GatewayFailure) -> Response {
         guard uploads.isOn else { throw GatewayFailure(.forbidden, "uploads are off on this node") }
@@ -18,6 +20,9 @@ extension GatewayResponder {
         else { throw GatewayFailure(.forbidden, "no valid piece token") }
         guard let info = node.store.info(id: objectID), let checksums = node.registry.checksums(info.key), index < checksums.layout.count
         else { throw GatewayFailure(.notFound, "piece not held") }
+        if let sha = query.get("sha"), !checksums.digests[index].description.hasPrefix(sha.lowercased()) || sha.count < 16 {
+            throw GatewayFailure(.conflict, "this node holds another copy of the object")
+        }
         guard let buffer = heldPiece(info.key, index, checksums: checksums) else { throw GatewayFailure(.notFound, "piece not held") }
         stats.addUpload(buffer.readableBytes, xresid: info.key.xresid)
         return Response(

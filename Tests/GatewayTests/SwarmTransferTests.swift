@@ -312,6 +312,78 @@ final class SwarmTransferTests {
         #expect((stat["p2pBytes"] as? Int ?? 0) + (stat["cacheBytes"] as? Int ?? 0) >= 3 * 200_000, "\(stat)")
     }
 
+    /// The origin's copy of a segment changes after the swarm prepared it. A node that has to
+    /// fetch a piece of it from the origin sends its player there (302) and tells the tracker,
+    /// whose registry checks the piece against the origin itself and prepares the new copy;
+    /// the node then serves the new copy. A node still holding the old copy refuses its pieces
+    /// to nodes that expect the new one (409), so nobody reports it for bad pieces.
+    @Test func anOriginCopyThatChangedIsPreparedAgainForTheSwarm() async throws {
+        let swarm = try twoNodes()
+        defer { swarm.stop() }
+        let (originPort, portA, portB) = (swarm.originPort, swarm.portA, swarm.portB)
+        // C's peers are never in time: every piece it lacks comes from the origin.
+        let (c, portC) = try node(trackerPort: swarm.trackerPort, originPort: originPort, ["--peer-deadline", "0"])
+        defer { c.stop() }
+        let name = "renewed-swarm"
+        let list = Self.playlist(name, originPort: originPort, segments: 3)
+        expectCorrect(try await Self.play(port: portA, playlist: list), name, segments: 3)
+        _ = try await Self.settledOriginSegments(originPort, name, including: 0...2)
+        _ = try await HTTP.get("http://127.0.0.1:\(originPort)/__version?name=\(name)/seg1.ts&bump=1")
+        let renewed = try await HTTP.get("http://127.0.0.1:\(originPort)/obj/\(name)/seg1.ts?size=200000&token=abc").body
+        #expect(renewed != Self.segment(name, 1))
+        func segment1(_ port: Int) async throws -> String {
+            Self.segmentURLs(try await HTTP.get("http://127.0.0.1:\(port)\(list)"))[1]
+        }
+        let urlC = try await segment1(portC)
+        let first = try await HTTP.get(urlC)
+        #expect(first.status == 302, "the old checksums no longer match the origin: \(first.status)")
+        // Served again once the tracker's registry has prepared the new copy (without it, C
+        // would answer 302 for ever).
+        let again = try await Live.whenReady(urlC, timeout: .seconds(20))
+        #expect(again.status == 200 && again.body == renewed, "the new copy")
+        // B learns the new checksums from the tracker; A, holding the old copy, refuses.
+        let b = try await Live.whenReady(try await segment1(portB), timeout: .seconds(20))
+        #expect(b.status == 200 && b.body == renewed, "the new copy")
+        let stat = try JSONSerialization.jsonObject(with: try await HTTP.get("http://127.0.0.1:\(portB)/stat").body) as? [String: Any] ?? [:]
+        #expect(stat["badPieces"] as? Int == 0, "no node was reported for holding the old copy: \(stat)")
+    }
+
+    /// A node cannot make the registry drop a good copy: on `changed`, the registry fetches the
+    /// piece from the origin itself, and a piece that still matches changes nothing.
+    @Test func aChangedMessageForAnUnchangedCopyChangesNothing() async throws {
+        let swarm = try twoNodes()
+        defer { swarm.stop() }
+        let originPort = swarm.originPort
+        let name = "unchanged-swarm"
+        let list = Self.playlist(name, originPort: originPort, segments: 2)
+        expectCorrect(try await Self.play(port: swarm.portA, playlist: list), name, segments: 2)
+        _ = try await Self.settledOriginSegments(originPort, name, including: 0...1)
+        let segmentURL = Self.segmentURLs(try await HTTP.get("http://127.0.0.1:\(swarm.portB)\(list)"))[0]
+        let xresid = String(try #require(segmentURL.firstMatch(of: #/xresid=([0-9a-f]+)/#)).1)
+        let stats = { () async throws -> [String: Any] in
+            let r = try await HTTP.get("http://127.0.0.1:\(originPort)/__stats?name=\(name)/seg0.ts")
+            return try JSONSerialization.jsonObject(with: r.body) as? [String: Any] ?? [:]
+        }
+        let before = try await stats()
+        var changed = SwarmMessage(type: "changed")
+        changed.ref = ObjectRef(
+            key: ObjectKey(xresid: xresid, host: "127.0.0.1:\(originPort)", path: "/obj/\(name)/seg0.ts"),
+            url: "http://127.0.0.1:\(originPort)/obj/\(name)/seg0.ts?size=200000&token=abc")
+        changed.piece = 0
+        let liar = LoginProof.sign(appID: "swarmgate", peerID: "liar", secret: Self.secret)
+        let replies = try await WSExchange.run(
+            "ws://127.0.0.1:\(swarm.trackerPort)/swarm/v1/ws", send: [.login(liar, url: "http://10.9.9.9:8080"), changed, changed, SwarmMessage(type: "ping")],
+            replies: 2, hold: .seconds(1))
+        #expect(replies.map(\.type) == ["welcome", "pong"])
+        let after = try await stats()
+        // One range fetched to check (the second `changed` is within the check's interval), no
+        // new preparation, and B's player is served from the swarm.
+        #expect((after["ranges"] as? [String])?.count == ((before["ranges"] as? [String])?.count ?? 0) + 1, "\(before) \(after)")
+        #expect(after["full"] as? Int == before["full"] as? Int, "\(before) \(after)")
+        let b = try await HTTP.get(segmentURL)
+        #expect(b.status == 200 && b.body == Self.segment(name, 0))
+    }
+
     /// A playlist a node read while its tracker was away reaches the tracker at the node's
     /// login: its player read it once, and its read-ahead starts where the player is.
     @Test func aPlaylistReadWhileTheTrackerWasAwayIsReadAheadOnceItIsBack() async throws {

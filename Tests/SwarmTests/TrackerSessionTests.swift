@@ -103,6 +103,7 @@ struct TrackerSessionTests {
             return refs
         }
         func readyAnswer(_ ref: ObjectRef) -> ChecksumAnswer? { nil }
+        func recheck(_ ref: ObjectRef, piece: Int) async {}
         func release() { gate.signal() }
     }
 
@@ -175,6 +176,7 @@ struct TrackerSessionTests {
             let checksums = PieceChecksums(layout: PieceLayout(length: 10, pieceSize: 1024), digests: [SHA256.hash(Array(repeating: 1, count: 10))])!
             return ChecksumAnswer(ready: RegistryEntry(key: ref.key, state: .ready), checksums: checksums)
         }
+        func recheck(_ ref: ObjectRef, piece: Int) async {}
     }
 
     static func ref(_ name: String) -> ObjectRef {

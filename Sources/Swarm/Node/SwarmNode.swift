@@ -27,6 +27,8 @@ public final class SwarmNode: Sendable {
     /// Requests for a missing piece, to the tracker and to peers, one at a time per piece (or
     /// object): a player's request joins one already under way, a prefetch's included.
     private let pieceFlights = SingleFlight<Result<ObtainedPiece, PieceFailure>>()
+    /// When each object was last checked for a node that said its origin copy changed.
+    private let rechecks = Mutex<[String: ContinuousClock.Instant]>([:])
     private let checksumFlights = SingleFlight<ChecksumAnswer>()
     private let wantFlights = SingleFlight<[SwarmPeer]>()
     private let peerFlights = SingleFlight<PeerOutcome>()
@@ -403,7 +405,11 @@ public final class SwarmNode: Sendable {
             let left = deadline - (ContinuousClock.now - started)
             guard left > .milliseconds(1) else { return .none(.deadline) }
             if swarm.withLock({ $0.dropped[key.id]?.contains(peer.peerId) == true }) { continue }
+            // `sha`: the piece this node's checksums expect. A holder with another copy of the
+            // object (the origin's changed, and one of them has not heard yet) refuses with 409
+            // rather than send a piece that would count against it as bad.
             let url = "\(peer.url)/peer/v1/\(key.id)/\(index)?from=\(Self.queryEscaped(me))&token=\(Self.queryEscaped(peer.token))"
+                + "&sha=\(checksums.digests[index].description.prefix(16))"
             let request = OriginRequest(url: url, timeouts: .init(connect: min(left, .seconds(1)), idle: left, total: left), maxBodySize: Int64(size))
             let bytes: [UInt8]
             do {
@@ -476,13 +482,13 @@ public final class SwarmNode: Sendable {
             response = try await origin.fetch(request)
         } catch where error.code == .tooLarge {
             // An origin that ignores ranges and sends a copy larger than the one prepared.
-            throw originChanged(key, checksums, url: url, "the origin's copy of \(key) is larger than the prepared one")
+            throw originChanged(key, index, checksums, url: url, "the origin's copy of \(key) is larger than the prepared one")
         } catch {
             throw .origin(error)
         }
         switch response.status {
         case 200, 206: break
-        case 416: throw originChanged(key, checksums, url: url, "the origin's copy of \(key) is shorter than piece \(index) (416)")
+        case 416: throw originChanged(key, index, checksums, url: url, "the origin's copy of \(key) is shorter than piece \(index) (416)")
         default: throw .originStatus(response.status, "origin answered \(response.status) for piece \(index) of \(key)")
         }
         var bytes: [UInt8] = []
@@ -509,7 +515,7 @@ public final class SwarmNode: Sendable {
         let verified = bytes.withUnsafeBytes { checksums.matches(index, $0) }
         guard verified else {
             onBadPiece()
-            throw originChanged(key, checksums, url: url, "piece \(index) of \(key) from the origin does not match its checksum")
+            throw originChanged(key, index, checksums, url: url, "piece \(index) of \(key) from the origin does not match its checksum")
         }
         keep(key, layout, index, bytes)
         return bytes
@@ -519,16 +525,40 @@ public final class SwarmNode: Sendable {
     /// pieces held are dropped, and the object is prepared again — unless the registry holds
     /// other checksums by now (a fetch that started before the object was prepared again must
     /// not drop the new copy).
-    private func originChanged(_ key: ObjectKey, _ checksums: PieceChecksums, url: String, _ why: String) -> PieceFailure {
+    private func originChanged(_ key: ObjectKey, _ index: Int, _ checksums: PieceChecksums, url: String, _ why: String) -> PieceFailure {
         if registry.checksums(key) == checksums {
             logger.warning("the origin's copy changed; preparing the object again", metadata: ["object": "\(key)", "why": "\(why)"])
             registry.markUnknown(key)
             store.remove(key)
-            // With a tracker, the next request asks its registry again.
-            if link == nil { prepareQueue.enqueue(key, url: url, urgent: true) }
+            if let link {
+                // The tracker's registry checks the piece itself and prepares the object again;
+                // the next request asks it.
+                Task { await link.changed(ObjectRef(key: key, url: url), piece: index) }
+            } else {
+                prepareQueue.enqueue(key, url: url, urgent: true)
+            }
         }
         return .originChanged(why)
     }
+
+    /// A node says the origin's copy of piece `index` of `ref` changed: fetched from the origin
+    /// here and checked (a mismatch drops the checksums and prepares the object again, as for
+    /// a player's request). At most once per object per `recheckInterval`, and for at most
+    /// 4,096 objects within it (a node's messages are rate-limited too).
+    public func recheck(_ ref: ObjectRef, piece index: Int) async {
+        let now = ContinuousClock.now
+        let go = rechecks.withLock { r -> Bool in
+            if r.count >= 4096 { r = r.filter { now - $0.value < Self.recheckInterval } }
+            guard r.count < 4096, now - (r[ref.key.id] ?? now - Self.recheckInterval) >= Self.recheckInterval else { return false }
+            r[ref.key.id] = now
+            return true
+        }
+        guard go, let checksums = registry.checksums(ref.key), index < checksums.layout.count else { return }
+        _ = try? await fetchPiece(ref.key, index, checksums: checksums, url: ref.url)
+    }
+
+    /// How often one object is checked against the origin for a node that says it changed.
+    static let recheckInterval: Duration = .seconds(10)
 }
 
 /// What the store comes to hold or lose, told to the tracker in batches: the changes of a few

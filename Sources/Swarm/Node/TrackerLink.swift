@@ -177,10 +177,15 @@ public final class TrackerLink: Service, Sendable {
 
     /// `whole`: a `have` of everything the node holds (at login), not of objects just stored.
     private func send(type: String, objects: [String], whole: Bool = false) async throws {
-        guard let send = state.withLock({ $0.send }) else { return }
         var m = SwarmMessage(type: type)
         m.objects = objects
         if whole { m.whole = true }
+        try await send(m)
+    }
+
+    /// Sends `m` if connected (no-op otherwise).
+    private func send(_ m: SwarmMessage) async throws {
+        guard let send = state.withLock({ $0.send }) else { return }
         try await send(m.json)
     }
 
@@ -193,11 +198,19 @@ public final class TrackerLink: Service, Sendable {
 
     /// Tells the tracker that `peer` sent a piece of `object` that failed verification.
     public func report(_ peer: String, object: String) async {
-        guard let send = state.withLock({ $0.send }) else { return }
         var m = SwarmMessage(type: "report")
         m.peerId = peer
         m.object = object
-        try? await send(m.json)
+        try? await send(m)
+    }
+
+    /// Tells the tracker that the origin's copy of piece `piece` of `ref` no longer matches the
+    /// registry's checksum (the registry checks, and prepares the object again if so).
+    public func changed(_ ref: ObjectRef, piece: Int) async {
+        var m = SwarmMessage(type: "changed")
+        m.ref = ref
+        m.piece = piece
+        try? await send(m)
     }
 
     /// Asks the tracker's registry to prepare a playlist's objects ahead of players: a window

@@ -17,6 +17,7 @@ import Foundation
 /// | `sums` | tracker | `rid`, `object`, `answer` (a `ChecksumAnswer`), and with a ready answer `peers` as for a want |
 /// | `sums` | tracker | unasked (no `rid`): `items`, each with `ref`, `object`, a ready `answer` and `peers`, for the first objects of a node's `prepare`: those ready at once, the others as they become ready |
 /// | `prepare` | node | `refs`: objects to prepare ahead of players, in playback order |
+/// | `changed` | node | `ref`, `piece`: the origin's copy of that piece no longer matches the registry's checksum; the registry checks it against the origin itself and, if so, prepares the object again |
 public struct SwarmMessage: Codable, Sendable, Equatable {
     public var type: String
     public var appId: String?
@@ -38,6 +39,8 @@ public struct SwarmMessage: Codable, Sendable, Equatable {
     public var readyWithin: Int?
     /// A `sums` that asks only for checksums ready now (see the table).
     public var ifReady: Bool?
+    /// A piece index (`changed`).
+    public var piece: Int?
     /// A `prepare` of every object now (`swarmgate prepare`), not read-ahead from a playlist;
     /// a `have` of everything the node holds (its login's), not of objects just stored.
     public var whole: Bool?

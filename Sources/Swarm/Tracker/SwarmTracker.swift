@@ -184,6 +184,9 @@ public final class SwarmTracker: Sendable {
         case "report":
             if let bad = m.peerId, let object = m.object { report(bad, object: object, by: peer) }
             return nil
+        case "changed":
+            if let host, let ref = m.ref, let piece = m.piece { Task { await host.recheck(ref, piece: piece) } }
+            return nil
         default:
             return nil
         }
@@ -390,4 +393,8 @@ public protocol TrackerHost: Sendable {
     func reached(_ objectIDs: [String], remember: Bool) -> [ObjectRef]
     /// The checksums of `ref` if they are ready now (never prepares, never waits).
     func readyAnswer(_ ref: ObjectRef) -> ChecksumAnswer?
+    /// A node says the origin's copy of piece `piece` of `ref` no longer matches: the host
+    /// fetches that piece from the origin itself and, if it does not match either, drops the
+    /// checksums and prepares the object again. A node cannot make it drop a good copy.
+    func recheck(_ ref: ObjectRef, piece: Int) async
 }
