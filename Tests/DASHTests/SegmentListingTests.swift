@@ -147,12 +147,27 @@ import Testing
         #expect(found.first?.segments.count == 200_000)
     }
 
+    @Test func longURLsEndTheListingWhereItsBytesRunOut() throws {
+        // A 100 kB template with a 200,000-segment timeline would be 20 GB of URLs; the listing
+        // stops at 64 MiB of them.
+        let long = String(repeating: "a", count: 100_000)
+        let found = try lists(mpd("""
+            <Period><AdaptationSet><SegmentTemplate media="\(long)/$Number$.m4s">
+              <SegmentTimeline><S d="1" r="199999"/></SegmentTimeline></SegmentTemplate>
+              <Representation id="v"/></AdaptationSet></Period>
+            """))
+        let listed = try #require(found.first)
+        #expect(listed.segments.count < 700)
+        #expect(listed.segments.reduce(0) { $0 + $1.url.utf8.count } <= 64 << 20)
+    }
+
     @Test func timelineMarkupThatIsNotAnSIsSkipped() throws {
-        // A CDATA section and a processing instruction holding "<S", a prefixed attribute and
-        // a namespace declaration on an S: none of them adds or changes a segment.
+        // A comment opened by "<!-->", a CDATA section and a processing instruction holding
+        // "<S", a prefixed attribute and a namespace declaration on an S: none of them adds or
+        // changes a segment.
         let found = try lists(mpd("""
             <Period><AdaptationSet><SegmentTemplate media="$Time$.m4s" xmlns:ext="urn:example:ext">
-              <SegmentTimeline><![CDATA[ > <S d="9" r="99"/> ]]><?pi > <S d="9" r="99"/> ?><S xmlns:t="urn:t" t="0" d="2" ext:r="5" r=" 1 "/></SegmentTimeline>
+              <SegmentTimeline><!--> <S d="9" r="99"/> --><![CDATA[ > <S d="9" r="99"/> ]]><?pi > <S d="9" r="99"/> ?><S xmlns:t="urn:t" t="0" d="2" ext:r="5" r=" 1 "/></SegmentTimeline>
             </SegmentTemplate><Representation id="v"/></AdaptationSet></Period>
             """))
         #expect(found.first.map(urls) == ["https://origin.example.com/vod/movie/0.m4s", "https://origin.example.com/vod/movie/2.m4s"])

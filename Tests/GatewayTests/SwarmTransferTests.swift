@@ -349,7 +349,8 @@ final class SwarmTransferTests {
     }
 
     /// A node cannot make the registry drop a good copy: on `changed`, the registry fetches the
-    /// piece from the origin itself, and a piece that still matches changes nothing.
+    /// piece from the origin itself, and a piece that still matches changes nothing; nor does
+    /// a URL whose query selects other bytes under the same ETag, nor a piece index below 0.
     @Test func aChangedMessageForAnUnchangedCopyChangesNothing() async throws {
         let swarm = try twoNodes()
         defer { swarm.stop() }
@@ -358,30 +359,39 @@ final class SwarmTransferTests {
         let list = Self.playlist(name, originPort: originPort, segments: 2)
         expectCorrect(try await Self.play(port: swarm.portA, playlist: list), name, segments: 2)
         _ = try await Self.settledOriginSegments(originPort, name, including: 0...1)
-        let segmentURL = Self.segmentURLs(try await HTTP.get("http://127.0.0.1:\(swarm.portB)\(list)"))[0]
-        let xresid = String(try #require(segmentURL.firstMatch(of: #/xresid=([0-9a-f]+)/#)).1)
-        let stats = { () async throws -> [String: Any] in
-            let r = try await HTTP.get("http://127.0.0.1:\(originPort)/__stats?name=\(name)/seg0.ts")
+        let urls = Self.segmentURLs(try await HTTP.get("http://127.0.0.1:\(swarm.portB)\(list)"))
+        let xresid = String(try #require(urls[0].firstMatch(of: #/xresid=([0-9a-f]+)/#)).1)
+        func stats(_ k: Int) async throws -> [String: Any] {
+            let r = try await HTTP.get("http://127.0.0.1:\(originPort)/__stats?name=\(name)/seg\(k).ts")
             return try JSONSerialization.jsonObject(with: r.body) as? [String: Any] ?? [:]
         }
-        let before = try await stats()
-        var changed = SwarmMessage(type: "changed")
-        changed.ref = ObjectRef(
-            key: ObjectKey(xresid: xresid, host: "127.0.0.1:\(originPort)", path: "/obj/\(name)/seg0.ts"),
-            url: "http://127.0.0.1:\(originPort)/obj/\(name)/seg0.ts?size=200000&token=abc")
-        changed.piece = 0
+        func changed(_ k: Int, query: String, piece: Int) -> SwarmMessage {
+            var m = SwarmMessage(type: "changed")
+            m.ref = ObjectRef(
+                key: ObjectKey(xresid: xresid, host: "127.0.0.1:\(originPort)", path: "/obj/\(name)/seg\(k).ts"),
+                url: "http://127.0.0.1:\(originPort)/obj/\(name)/seg\(k).ts?\(query)")
+            m.piece = piece
+            return m
+        }
+        let before = [try await stats(0), try await stats(1)]
         let liar = LoginProof.sign(appID: "swarmgate", peerID: "liar", secret: Self.secret)
-        let replies = try await WSExchange.run(
-            "ws://127.0.0.1:\(swarm.trackerPort)/swarm/v1/ws", send: [.login(liar, url: "http://10.9.9.9:8080"), changed, changed, SwarmMessage(type: "ping")],
-            replies: 2, hold: .seconds(1))
+        let sent = [
+            SwarmMessage.login(liar, url: "http://10.9.9.9:8080"), changed(0, query: "size=200000&token=abc", piece: 0),
+            changed(0, query: "size=200000&token=abc", piece: 0), changed(1, query: "size=1000", piece: 0),
+            changed(1, query: "size=200000", piece: -1), SwarmMessage(type: "ping"),
+        ]
+        let replies = try await WSExchange.run("ws://127.0.0.1:\(swarm.trackerPort)/swarm/v1/ws", send: sent, replies: 2, hold: .seconds(1))
         #expect(replies.map(\.type) == ["welcome", "pong"])
-        let after = try await stats()
-        // One range fetched to check (the second `changed` is within the check's interval), no
-        // new preparation, and B's player is served from the swarm.
-        #expect((after["ranges"] as? [String])?.count == ((before["ranges"] as? [String])?.count ?? 0) + 1, "\(before) \(after)")
-        #expect(after["full"] as? Int == before["full"] as? Int, "\(before) \(after)")
-        let b = try await HTTP.get(segmentURL)
-        #expect(b.status == 200 && b.body == Self.segment(name, 0))
+        // One range fetched to check each object (the second `changed` of 0 is within the
+        // check's interval; the index below 0 is ignored), no new preparation, and B's player
+        // is served from the swarm.
+        for k in 0...1 {
+            let after = try await stats(k)
+            #expect((after["ranges"] as? [String])?.count == ((before[k]["ranges"] as? [String])?.count ?? 0) + 1, "\(k): \(before[k]) \(after)")
+            #expect(after["full"] as? Int == before[k]["full"] as? Int, "\(k): \(before[k]) \(after)")
+            let b = try await HTTP.get(urls[k])
+            #expect(b.status == 200 && b.body == Self.segment(name, k))
+        }
     }
 
     /// A playlist a node read while its tracker was away reaches the tracker at the node's

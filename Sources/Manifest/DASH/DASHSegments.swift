@@ -38,17 +38,11 @@ extension DASHRewriteRun {
         let type = root.attribute("type").map { String(decoding: $0, as: UTF8.self) } ?? "static"
         guard type == "static" else { return [] }
         let spans = periodSpans()
-        // Charged for every segment worked out, listed or not, so that Representations that
-        // each fail late (thousands inheriting one timeline) cannot multiply the work.
-        var budget = Self.maxListedSegments
-        // Each timeline read once, however many Representations inherit it.
-        var timelines: [Int32: SegmentTimelineEntries?] = [:]
+        var work = ListingWork()
         var lists: [DASHSegmentList] = []
-        for (position, rep) in representations.enumerated() where budget > 0 {
+        for (position, rep) in representations.enumerated() where work.segments > 0 && work.bytes > 0 {
             let seconds = rep.period < spans.count ? spans[rep.period] : nil
-            let segments =
-                templateSegments(rep, periodSeconds: seconds, budget: &budget, timelines: &timelines)
-                ?? listSegments(rep, budget: &budget)
+            let segments = templateSegments(rep, periodSeconds: seconds, work: &work) ?? listSegments(rep, work: &work)
             if let segments, segments.contains(where: { !$0.isInitialization }) {
                 lists.append(DASHSegmentList(representationID: rep.id, position: position, segments: segments))
             }
@@ -92,12 +86,15 @@ extension DASHRewriteRun {
     // MARK: SegmentTemplate
 
     func templateSegments(
-        _ rep: RepresentationScope, periodSeconds: Double?, budget: inout Int, timelines: inout [Int32: SegmentTimelineEntries?]
+        _ rep: RepresentationScope, periodSeconds: Double?, work: inout ListingWork
     ) -> [DASHSegment]? {
         let chain = chain(rep, .template)
         guard !chain.isEmpty, let rawMedia = Self.inherited("media", chain),
             let media = try? r.writer.origin(rawMedia[...], in: rep.base), let template = SegmentTemplateURL(media)
         else { return nil }
+        // Every Representation's template is charged, listed or not.
+        work.bytes -= media.utf8.count
+        guard work.bytes > 0 else { return nil }
         let timescale = Self.inherited("timescale", chain).flatMap(Self.integer) ?? 1
         let startNumber = Self.inherited("startNumber", chain).flatMap(Self.integer) ?? 1
         let offset = Self.inherited("presentationTimeOffset", chain).flatMap(Self.integer) ?? 0
@@ -105,7 +102,7 @@ extension DASHRewriteRun {
         // A template this Representation cannot fill (no @id, no @bandwidth) lists nothing.
         guard timescale > 0, template.url(number: 0, time: 0, representationID: rep.id, bandwidth: bandwidth) != nil else { return nil }
         var segments: [DASHSegment] = []
-        if let rawInit = Self.initialization(chain), let initURL = try? r.writer.origin(rawInit[...], in: rep.base),
+        if let rawInit = work.initialization(chain), let initURL = try? r.writer.origin(rawInit[...], in: rep.base),
             let initTemplate = SegmentTemplateURL(initURL), !initTemplate.usesNumberOrTime,
             let url = initTemplate.url(number: 0, time: 0, representationID: rep.id, bandwidth: bandwidth)
         {
@@ -119,9 +116,8 @@ extension DASHRewriteRun {
             let ticks = seconds * Double(timescale)
             return UInt64(exactly: max(0, ticks - max(1e-9, ticks * 1e-12)).rounded(.up))
         }.flatMap { Self.sum(offset, $0) }
-        if let timeline = chain.lazy.compactMap(Self.timeline).first {
-            if timelines[timeline.index] == nil { timelines[timeline.index] = .some(SegmentTimelineEntries(timeline)) }
-            guard let entries = timelines[timeline.index] ?? nil else { return nil }
+        if let timeline = work.timeline(chain) {
+            guard let entries = work.entries(of: timeline) else { return nil }
             var t: UInt64 = 0
             for (i, s) in entries.items.enumerated() {
                 if let start = s.t { t = start }
@@ -133,8 +129,8 @@ extension DASHRewriteRun {
                     count = Int(clamping: Self.ceilDiv(end - t, s.d))
                 }
                 for _ in 0..<count {
-                    guard budget > 0 else { break }
-                    budget -= 1
+                    guard work.segments > 0 else { break }
+                    work.segments -= 1
                     times.append((t, s.d))
                     guard let next = Self.sum(t, s.d) else { return nil }
                     t = next
@@ -148,56 +144,30 @@ extension DASHRewriteRun {
             if let endNumber = Self.inherited("endNumber", chain).flatMap(Self.integer), endNumber >= startNumber {
                 count = min(count, endNumber - startNumber + 1)  // endNumber <= 10^19 - 1 < UInt64.max
             }
-            for k in 0..<min(Int(clamping: count), budget) {
+            for k in 0..<min(Int(clamping: count), work.segments) {
                 let (product, overflow) = UInt64(k).multipliedReportingOverflow(by: duration)
                 guard !overflow, let time = Self.sum(offset, product) else { return nil }
                 times.append((time, duration))
             }
-            budget -= times.count
+            work.segments -= times.count
         }
         guard !times.isEmpty else { return nil }
         for (k, s) in times.enumerated() {
             guard let number = Self.sum(startNumber, UInt64(k)),
                 let url = template.url(number: number, time: s.time, representationID: rep.id, bandwidth: bandwidth)
             else { return nil }
+            // URLs as long as the MPD allows, times thousands, would be gigabytes: the list
+            // ends where the bytes run out.
+            work.bytes -= url.utf8.count
+            guard work.bytes >= 0 else { break }
             segments.append(DASHSegment(url: url, duration: Double(s.duration) / Double(timescale)))
         }
         return segments
     }
 
-    /// The initialization URL from the innermost element of `chain` that gives one, as
-    /// `@initialization` or as an `Initialization` child.
-    static func initialization(_ chain: [MPDNode]) -> [UInt8]? {
-        for node in chain {
-            if let value = node.attribute("initialization") { return value }
-            if let value = initializationChild([node]) { return value }
-        }
-        return nil
-    }
-
-    /// `Initialization@sourceURL` from the innermost element of `chain` that has the child.
-    static func initializationChild(_ chain: [MPDNode]) -> [UInt8]? {
-        for node in chain {
-            var found: [UInt8]?
-            try? node.forEachElementChild { child in
-                if found == nil, SegmentItem.childKind(child) == 0 { found = child.attribute("sourceURL") }
-            }
-            if let found { return found }
-        }
-        return nil
-    }
-
-    static func timeline(_ node: MPDNode) -> MPDNode? {
-        var found: MPDNode?
-        try? node.forEachElementChild { child in
-            if found == nil, child.hasLocalName("SegmentTimeline") { found = child }
-        }
-        return found
-    }
-
     // MARK: SegmentList
 
-    func listSegments(_ rep: RepresentationScope, budget: inout Int) -> [DASHSegment]? {
+    func listSegments(_ rep: RepresentationScope, work: inout ListingWork) -> [DASHSegment]? {
         let chain = chain(rep, .list)
         guard !chain.isEmpty else { return nil }
         let timescale = Self.inherited("timescale", chain).flatMap(Self.integer) ?? 1
@@ -210,13 +180,19 @@ extension DASHRewriteRun {
             var urls: [String] = []
             var sawURLs = false
             try? node.forEachElementChild { child in
+                // Every child visited is charged: thousands of Representations under one long
+                // SegmentList cost the bound, not its length times their number.
+                guard work.segments > 0, work.bytes > 0 else { return }
+                work.segments -= 1
                 switch SegmentItem.childKind(child) {
                 case 0 where initURL == nil:
                     initURL = child.attribute("sourceURL").flatMap { try? r.writer.origin($0[...], in: rep.base) }
-                case 3 where media == nil && budget > 0:
+                case 3 where media == nil:
                     sawURLs = true
-                    budget -= 1
-                    if let m = child.attribute("media"), let url = try? r.writer.origin(m[...], in: rep.base) { urls.append(url) }
+                    if let m = child.attribute("media"), let url = try? r.writer.origin(m[...], in: rep.base) {
+                        work.bytes -= url.utf8.count
+                        urls.append(url)
+                    }
                 default:
                     break
                 }
@@ -294,6 +270,58 @@ extension DASHRewriteRun {
         }
         guard units > 0, number.isEmpty, !inTime || unitsAfterT > 0, total.isFinite else { return nil }
         return total
+    }
+}
+
+/// What listing one MPD's segments may still spend, and what it has read once for all the
+/// Representations that inherit it.
+struct ListingWork {
+    /// Segments (and SegmentList children) still to work out, listed or not: Representations
+    /// that each fail late (thousands inheriting one timeline) cannot multiply the work.
+    var segments = DASHRewriteRun.maxListedSegments
+    /// URL bytes still to build.
+    var bytes = 64 << 20
+    /// Each timeline read once, by element.
+    private var entries: [Int32: SegmentTimelineEntries?] = [:]
+    /// Each segment element's SegmentTimeline and Initialization children, looked up once.
+    private var timelines: [Int32: MPDNode?] = [:]
+    private var initializations: [Int32: [UInt8]?] = [:]
+
+    mutating func entries(of timeline: MPDNode) -> SegmentTimelineEntries? {
+        if let known = entries[timeline.index] { return known }
+        let read = SegmentTimelineEntries(timeline)
+        entries[timeline.index] = .some(read)
+        return read
+    }
+
+    /// The SegmentTimeline of the innermost element of `chain` that has one.
+    mutating func timeline(_ chain: [MPDNode]) -> MPDNode? {
+        for node in chain {
+            if timelines[node.index] == nil { timelines[node.index] = .some(Self.child(of: node) { $0.hasLocalName("SegmentTimeline") }) }
+            if let found = timelines[node.index] ?? nil { return found }
+        }
+        return nil
+    }
+
+    /// The initialization URL from the innermost element of `chain` that gives one, as
+    /// `@initialization` or as an `Initialization` child.
+    mutating func initialization(_ chain: [MPDNode]) -> [UInt8]? {
+        for node in chain {
+            if let value = node.attribute("initialization") { return value }
+            if initializations[node.index] == nil {
+                initializations[node.index] = .some(Self.child(of: node) { SegmentItem.childKind($0) == 0 }.flatMap { $0.attribute("sourceURL") })
+            }
+            if let value = initializations[node.index] ?? nil { return value }
+        }
+        return nil
+    }
+
+    static func child(of node: MPDNode, where matches: (MPDNode) -> Bool) -> MPDNode? {
+        var found: MPDNode?
+        try? node.forEachElementChild { child in
+            if found == nil, matches(child) { found = child }
+        }
+        return found
     }
 }
 
@@ -412,7 +440,9 @@ struct SegmentTimelineEntries {
                     rest.starts(with: "!--".utf8) ? Array("-->".utf8)
                     : rest.starts(with: "![CDATA[".utf8) ? Array("]]>".utf8)
                     : next == UInt8(ascii: "?") ? Array("?>".utf8) : [UInt8(ascii: ">")]
-                i = Self.after(close, in: bytes, from: lt + 2, to: end)
+                // Searched for after the opening (`<!-->` does not close a comment).
+                let opening = rest.starts(with: "!--".utf8) ? 4 : rest.starts(with: "![CDATA[".utf8) ? 9 : 2
+                i = Self.after(close, in: bytes, from: min(lt + opening, end), to: end)
                 continue
             }
             // A start tag: its name, then attributes up to `>` outside quotes.

@@ -27,8 +27,9 @@ public final class SwarmNode: Sendable {
     /// Requests for a missing piece, to the tracker and to peers, one at a time per piece (or
     /// object): a player's request joins one already under way, a prefetch's included.
     private let pieceFlights = SingleFlight<Result<ObtainedPiece, PieceFailure>>()
-    /// When each object was last checked for a node that said its origin copy changed.
-    private let rechecks = Mutex<[String: ContinuousClock.Instant]>([:])
+    /// Rechecks under way, and when each object was last checked for a node that said its
+    /// origin copy changed.
+    private let rechecks = Mutex<(running: Int, last: [String: ContinuousClock.Instant])>((0, [:]))
     private let checksumFlights = SingleFlight<ChecksumAnswer>()
     private let wantFlights = SingleFlight<[SwarmPeer]>()
     private let peerFlights = SingleFlight<PeerOutcome>()
@@ -541,21 +542,52 @@ public final class SwarmNode: Sendable {
         return .originChanged(why)
     }
 
-    /// A node says the origin's copy of piece `index` of `ref` changed: fetched from the origin
-    /// here and checked (a mismatch drops the checksums and prepares the object again, as for
-    /// a player's request). At most once per object per `recheckInterval`, and for at most
-    /// 4,096 objects within it (a node's messages are rate-limited too).
+    /// A node says the origin's copy of piece `index` of `ref` changed: the piece is fetched
+    /// from the origin here, with `If-Match` when the registry has the copy's strong ETag, and
+    /// the checksums are dropped (and the object prepared again) only if the origin's copy
+    /// really is another one: a 412, or bytes that fail the check without a validator that
+    /// says the copy is the same (a URL whose query selects other bytes is not a change).
+    /// At most `maxRechecks` at once (more are dropped), once per object per `recheckInterval`.
     public func recheck(_ ref: ObjectRef, piece index: Int) async {
+        guard index >= 0, let ready = registry.ready(ref.key), index < ready.checksums.layout.count else { return }
         let now = ContinuousClock.now
         let go = rechecks.withLock { r -> Bool in
-            if r.count >= 4096 { r = r.filter { now - $0.value < Self.recheckInterval } }
-            guard r.count < 4096, now - (r[ref.key.id] ?? now - Self.recheckInterval) >= Self.recheckInterval else { return false }
-            r[ref.key.id] = now
+            guard r.running < Self.maxRechecks else { return false }
+            if r.last.count >= 4096 { r.last = r.last.filter { now - $0.value < Self.recheckInterval } }
+            guard r.last.count < 4096, r.last[ref.key.id].map({ now - $0 >= Self.recheckInterval }) ?? true else { return false }
+            r.last[ref.key.id] = now
+            r.running += 1
             return true
         }
-        guard go, let checksums = registry.checksums(ref.key), index < checksums.layout.count else { return }
-        _ = try? await fetchPiece(ref.key, index, checksums: checksums, url: ref.url)
+        guard go else { return }
+        defer { rechecks.withLock { $0.running -= 1 } }
+        let checksums = ready.checksums
+        let layout = checksums.layout
+        let first = layout.offset(of: index)
+        let size = layout.size(of: index)
+        var request = OriginRequest(url: ref.url, range: .closed(first: first, last: first + Int64(size) - 1), maxBodySize: Int64(layout.length))
+        let etag = ready.entry.etag.flatMap { $0.hasPrefix("W/") ? nil : $0 }
+        if let etag { request.headers = [("If-Match", etag)] }
+        guard let response = try? await origin.fetch(request) else { return }
+        let changed: Bool
+        switch response.status {
+        case 412:
+            changed = true
+        case 206, 200:
+            let bytes = (try? await response.body.collect(upTo: response.status == 206 ? size : Int(layout.length))) ?? []
+            let piece = response.status == 206 ? bytes[...] : bytes.dropFirst(Int(first)).prefix(size)
+            let same = piece.withUnsafeBytes { checksums.matches(index, $0) }
+            // Other bytes under the same strong ETag: this URL names another variant.
+            changed = !same && (etag == nil || response.header("ETag") != etag)
+        default:
+            changed = false
+        }
+        guard changed else { return }
+        _ = originChanged(ref.key, index, checksums, url: ref.url, "a node said so, and the origin's copy is another one")
     }
+
+    /// Rechecks for nodes that said an origin copy changed, at most at once.
+    static let maxRechecks = 2
 
     /// How often one object is checked against the origin for a node that says it changed.
     static let recheckInterval: Duration = .seconds(10)

@@ -185,7 +185,7 @@ public final class SwarmTracker: Sendable {
             if let bad = m.peerId, let object = m.object { report(bad, object: object, by: peer) }
             return nil
         case "changed":
-            if let host, let ref = m.ref, let piece = m.piece { Task { await host.recheck(ref, piece: piece) } }
+            if let host, let ref = m.ref, let piece = m.piece, piece >= 0 { Task { await host.recheck(ref, piece: piece) } }
             return nil
         default:
             return nil
