@@ -311,12 +311,18 @@ public final class GatewayResponder: HTTPResponder {
                 output = result.output
                 contentType = "application/vnd.apple.mpegurl"
             case .dash:
+                output = try rewriteDASH(body, url: effective, xresid: proxy.xresid).output
                 // A static MPD's segments are queued as a VOD playlist's are (a dynamic one
-                // lists none).
-                let readAhead = queuedPlaylists.claim(proxy.xresid.value + " " + effective.authority + effective.path)
-                let result = try rewriteDASH(body, url: effective, xresid: proxy.xresid, collectSegments: readAhead)
-                if readAhead { prepareAhead(result.segments, xresid: proxy.xresid, mpdQuery: proxy.origin.query) }
-                output = result.output
+                // lists none). Listing a long MPD's segments takes tens of milliseconds
+                // (README): it is done after the answer, not before. A player's first segment
+                // that comes first opens the window when the list arrives.
+                if queuedPlaylists.claim(proxy.xresid.value + " " + effective.authority + effective.path) {
+                    let query = proxy.origin.query
+                    Task.detached(priority: .utility) { [self] in
+                        guard let listed = try? rewriteDASH(body, url: effective, xresid: proxy.xresid, collectSegments: true) else { return }
+                        prepareAhead(listed.segments, xresid: proxy.xresid, mpdQuery: query)
+                    }
+                }
                 contentType = "application/dash+xml"
             }
         } catch {
