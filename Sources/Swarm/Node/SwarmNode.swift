@@ -292,11 +292,18 @@ public final class SwarmNode: Sendable {
 
     // MARK: missing pieces
 
+    /// The key of a piece's shared fetch: the object, the piece, and the checksum it is checked
+    /// against. A request that holds new checksums (the origin's copy changed) never joins a
+    /// fetch begun against the old ones, whose failure would cut its response short.
+    static func flightKey(_ key: ObjectKey, _ index: Int, _ checksums: PieceChecksums) -> String {
+        key.id + "#\(index)#" + checksums.digests[index].description.prefix(16)
+    }
+
     /// Piece `index` of a ready object when the store does not hold it: from peers within the
     /// deadline, else from `url` by range; verified against the registry's checksum, kept,
-    /// returned. Concurrent calls for one piece share one fetch.
+    /// returned. Concurrent calls for one piece (against the same checksum) share one fetch.
     public func obtain(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, deadline: Duration? = nil) async throws(PieceFailure) -> ObtainedPiece {
-        try await pieceFlights.run(key.id + "#\(index)") {
+        try await pieceFlights.run(Self.flightKey(key, index, checksums)) {
             switch await self.fromPeers(key, index, checksums: checksums, deadline: deadline ?? self.peerDeadline, prefetch: false) {
             case .piece(let piece):
                 // A prefetch this request joined: the piece is served now, not later.
@@ -387,7 +394,7 @@ public final class SwarmNode: Sendable {
     /// `deadline`, kept in the store. A request that joins a fetch under way gets that fetch's
     /// deadline (both are the segment's peer deadline, counted from the earlier start).
     private func fromPeers(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, deadline: Duration, prefetch: Bool) async -> PeerOutcome {
-        await peerFlights.run(key.id + "#\(index)") {
+        await peerFlights.run(Self.flightKey(key, index, checksums)) {
             await self.askPeers(key, index, checksums: checksums, deadline: deadline, prefetch: prefetch)
         }
     }
