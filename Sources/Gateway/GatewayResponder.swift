@@ -365,12 +365,22 @@ public final class GatewayResponder: HTTPResponder {
     /// The media objects (segments, init sections, parts) a playlist lists, in playback order,
     /// each once: its key and the origin URL a player fetches (inherited query included).
     func mediaObjects(_ references: [HLSReference], xresid: XResID, playlistQuery: String?) -> [(key: ObjectKey, url: String, duration: Double?)] {
+        listedObjects(
+            references.lazy.filter { [.segment, .map, .part].contains($0.role) }.map { ($0.origin, $0.duration) },
+            xresid: xresid, listQuery: playlistQuery)
+    }
+
+    /// A list's objects (origin URLs and seconds) as the gateway keys and fetches them: the
+    /// list's inherited query applied, each object once.
+    func listedObjects(
+        _ items: some Sequence<(origin: OriginURL, duration: Double?)>, xresid: XResID, listQuery: String?
+    ) -> [(key: ObjectKey, url: String, duration: Double?)] {
         var seen = Set<String>()
         var objects: [(key: ObjectKey, url: String, duration: Double?)] = []
-        for ref in references where [.segment, .map, .part].contains(ref.role) {
-            let url = configuration.inheritQuery.applied(to: ref.origin, parentQuery: playlistQuery)
+        for (origin, duration) in items {
+            let url = configuration.inheritQuery.applied(to: origin, parentQuery: listQuery)
             let key = Self.objectKey(ProxyURL(virtualHost: .hls, origin: url, xresid: xresid))
-            if seen.insert(key.id).inserted { objects.append((key, url.string, ref.duration)) }
+            if seen.insert(key.id).inserted { objects.append((key, url.string, duration)) }
         }
         return objects
     }

@@ -1,5 +1,4 @@
 import Manifest
-import PieceStore
 
 extension GatewayResponder {
     /// Rewrites an MPD fetched from `url` so that every URL a player derives from it comes back
@@ -19,17 +18,10 @@ extension GatewayResponder {
     /// VOD playlist's are: each Representation is a list that read-ahead and prefetch follow.
     func prepareAhead(_ lists: [DASHSegmentList], xresid: XResID, mpdQuery: String?) {
         for list in lists {
-            var seen = Set<String>()
-            var objects: [(key: ObjectKey, url: String, duration: Double?)] = []
-            for segment in list.segments {
-                guard let origin = try? OriginURL(segment.url) else { continue }
-                let url = configuration.inheritQuery.applied(to: origin, parentQuery: mpdQuery)
-                let key = Self.objectKey(ProxyURL(virtualHost: .hls, origin: url, xresid: xresid))
-                if seen.insert(key.id).inserted { objects.append((key, url.string, segment.duration)) }
-            }
+            let items = list.segments.lazy.compactMap { s in (try? OriginURL(s.url)).map { (origin: $0, duration: s.duration) } }
             // No prefetch when the MPD is read: it lists every Representation, and a player
             // plays one of them.
-            prepareAhead(objects, prefetchFirst: false)
+            prepareAhead(listedObjects(items, xresid: xresid, listQuery: mpdQuery), prefetchFirst: false)
         }
     }
 }

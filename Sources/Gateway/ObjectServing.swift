@@ -97,19 +97,17 @@ extension GatewayResponder {
         do {
             firstPiece = try await piece(key, firstIndex, checksums: checksums, url: url, deadline: deadline)
         } catch {
+            let status: Int
             switch error {
             case .originChanged:
                 // The checksums no longer stand and the object is prepared again: SPEC's 302
                 // while it is, so the player gets the origin's new copy.
                 stats.countFallback(.originChanged)
                 return checksumNotReady(proxy)
-            case .originStatus(let code, _) where (400..<500).contains(code):
-                throw GatewayFailure(HTTPResponse.Status(code: code), "cannot fill piece \(firstIndex) of the object: \(error)")
-            case .origin(let e) where e.httpStatusForGateway != 502:
-                throw GatewayFailure(HTTPResponse.Status(code: e.httpStatusForGateway), "cannot fill piece \(firstIndex) of the object: \(error)")
-            default:
-                throw GatewayFailure(.badGateway, "cannot fill piece \(firstIndex) of the object: \(error)")
+            case .originStatus(let code, _): status = (400..<500).contains(code) ? code : 502
+            case .origin(let e): status = e.httpStatusForGateway
             }
+            throw GatewayFailure(HTTPResponse.Status(code: status), "cannot fill piece \(firstIndex) of the object: \(error)")
         }
         // The next segments come from peers meanwhile, once this one has its first piece.
         if configuration.prefetchSegments > 0 && node.link != nil {

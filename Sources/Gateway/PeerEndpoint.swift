@@ -20,7 +20,7 @@ extension GatewayResponder {
         else { throw GatewayFailure(.forbidden, "no valid piece token") }
         guard let info = node.store.info(id: objectID), let checksums = node.registry.checksums(info.key), index < checksums.layout.count
         else { throw GatewayFailure(.notFound, "piece not held") }
-        if let sha = query.get("sha"), !checksums.digests[index].description.hasPrefix(sha.lowercased()) || sha.count < 16 {
+        if let sha = query.get("sha"), sha.lowercased() != checksums.digests[index].short {
             throw GatewayFailure(.conflict, "this node holds another copy of the object")
         }
         guard let buffer = heldPiece(info.key, index, checksums: checksums) else { throw GatewayFailure(.notFound, "piece not held") }

@@ -14,6 +14,10 @@ public struct PieceDigest: Hashable, Sendable, CustomStringConvertible {
 
     /// Lowercase hex.
     public var description: String { hexString(bytes) }
+
+    /// The first 8 bytes in lowercase hex: enough to tell one copy of a piece from another
+    /// (piece requests carry it, shared fetches are keyed by it).
+    public var short: String { hexString(bytes.prefix(8)) }
 }
 
 /// SHA-256 through OpenSSL's libcrypto (its EVP interface uses the CPU's SHA extensions).

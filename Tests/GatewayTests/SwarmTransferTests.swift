@@ -121,6 +121,12 @@ final class SwarmTransferTests {
         return Task { try await WSExchange.run(ws, send: messages, replies: 2, hold: .seconds(20), onReplies: announced) }
     }
 
+    /// The origin sent every segment of `covering` and none past `upTo` (read-ahead's window).
+    func expectPrepared(_ sent: Set<Int>, covering: ClosedRange<Int>, upTo last: Int, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(sent.isSuperset(of: covering), "\(sent.sorted())", sourceLocation: sourceLocation)
+        #expect(sent.max() ?? 0 <= last, "\(sent.sorted())", sourceLocation: sourceLocation)
+    }
+
     func expectCorrect(_ played: [(body: Data, seconds: Double)], _ name: String, segments: Int, from first: Int = 0) {
         #expect(played.count == segments)
         for (k, p) in played.enumerated() { #expect(p.body == Self.segment(name, first + k), "segment \(first + k) of \(name)") }
@@ -254,14 +260,12 @@ final class SwarmTransferTests {
         // 2 (a segment sent to the CDN by 302 is not followed by a prefetch); the window takes
         // those starting within 20 s of the end of 2 (up to 7) or of 5 (up to 10).
         var sent = try await Self.settledOriginSegments(originPort, "left", including: 0...7)
-        #expect(sent.isSuperset(of: 0...7), "\(sent.sorted())")
-        #expect(sent.max() ?? 0 <= 12, "\(sent.sorted())")
+        expectPrepared(sent, covering: 0...7, upTo: 12)
         // A viewer who plays on to 29 takes the window to 34, and to 37 if it prefetched to 32
         // (no prefetch follows a segment sent to the CDN by 302).
         expectCorrect(try await Self.play(port: portA, playlist: list, count: 30), "left", segments: 30)
         sent = try await Self.settledOriginSegments(originPort, "left", including: 0...34)
-        #expect(sent.isSuperset(of: 0...34), "\(sent.sorted())")
-        #expect(sent.max() ?? 0 <= 40, "\(sent.sorted())")
+        expectPrepared(sent, covering: 0...34, upTo: 40)
     }
 
     /// A player resuming mid-VOD through a swarm node costs the origin nothing before where it
@@ -301,8 +305,7 @@ final class SwarmTransferTests {
         expectCorrect(try await Self.fetch(try await hiSegments(portA, 0..<6)), name + "-hi", segments: 6)
         // 4 s segments, 0 to 5 played (6 to 8 prefetched at most): the window reaches 10 (or 13).
         let sent = try await Self.settledOriginSegments(originPort, name + "-hi", including: 0...8)
-        #expect(sent.isSuperset(of: 0...8), "\(sent.sorted())")
-        #expect(sent.max() ?? 0 <= 14, "\(sent.sorted())")
+        expectPrepared(sent, covering: 0...8, upTo: 14)
         // Settled above: the origin never saw the Representation not played.
         let seen = try await HTTP.get("http://127.0.0.1:\(originPort)/__stats").text
         #expect(!seen.contains(name + "-lo/seg"), "the Representation not played")
@@ -413,8 +416,7 @@ final class SwarmTransferTests {
         // The player asks for 3 (prefetching 4 to 6): the window takes 4 to 8.
         expectCorrect(try await Self.fetch([urls[3]]), "away-read", segments: 1, from: 3)
         let sent = try await Self.settledOriginSegments(originPort, "away-read", including: 3...8)
-        #expect(sent.isSuperset(of: 3...8), "\(sent.sorted())")
-        #expect(sent.max() ?? 0 <= 10, "\(sent.sorted())")
+        expectPrepared(sent, covering: 3...8, upTo: 10)
     }
 
     /// A tracker that restarts keeps the playlists it read ahead (its players read them once),
@@ -440,8 +442,7 @@ final class SwarmTransferTests {
         // prefetch asked for would come: 22 at most.
         expectCorrect(try await Self.fetch(Array(urls.prefix(20))), "restart", segments: 20)
         let sent = try await Self.settledOriginSegments(originPort, "restart", including: 0...24)
-        #expect(sent.isSuperset(of: 0...24), "\(sent.sorted())")
-        #expect(sent.max() ?? 0 <= 30, "\(sent.sorted())")
+        expectPrepared(sent, covering: 0...24, upTo: 30)
     }
 
     /// With --await-preparation a first player is not sent to the origin for segments the

@@ -296,7 +296,7 @@ public final class SwarmNode: Sendable {
     /// against. A request that holds new checksums (the origin's copy changed) never joins a
     /// fetch begun against the old ones, whose failure would cut its response short.
     static func flightKey(_ key: ObjectKey, _ index: Int, _ checksums: PieceChecksums) -> String {
-        key.id + "#\(index)#" + checksums.digests[index].description.prefix(16)
+        key.id + "#\(index)#" + checksums.digests[index].short
     }
 
     /// Piece `index` of a ready object when the store does not hold it: from peers within the
@@ -417,7 +417,7 @@ public final class SwarmNode: Sendable {
             // object (the origin's changed, and one of them has not heard yet) refuses with 409
             // rather than send a piece that would count against it as bad.
             let url = "\(peer.url)/peer/v1/\(key.id)/\(index)?from=\(Self.queryEscaped(me))&token=\(Self.queryEscaped(peer.token))"
-                + "&sha=\(checksums.digests[index].description.prefix(16))"
+                + "&sha=\(checksums.digests[index].short)"
             let request = OriginRequest(url: url, timeouts: .init(connect: min(left, .seconds(1)), idle: left, total: left), maxBodySize: Int64(size))
             let bytes: [UInt8]
             do {
@@ -481,13 +481,9 @@ public final class SwarmNode: Sendable {
     /// Piece `index` from the origin by range. A piece that does not verify means the origin's
     /// copy changed: the object's checksums are dropped (it is prepared again) and this throws.
     private func fetchPiece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String) async throws(PieceFailure) -> [UInt8] {
-        let layout = checksums.layout
-        let first = layout.offset(of: index)
-        let size = layout.size(of: index)
-        let request = OriginRequest(url: url, range: .closed(first: first, last: first + Int64(size) - 1), maxBodySize: Int64(layout.length))
         let response: OriginResponse
         do {
-            response = try await origin.fetch(request)
+            response = try await origin.fetch(Self.pieceRequest(url, index, checksums.layout))
         } catch where error.code == .tooLarge {
             // An origin that ignores ranges and sends a copy larger than the one prepared.
             throw originChanged(key, index, checksums, url: url, "the origin's copy of \(key) is larger than the prepared one")
@@ -499,33 +495,41 @@ public final class SwarmNode: Sendable {
         case 416: throw originChanged(key, index, checksums, url: url, "the origin's copy of \(key) is shorter than piece \(index) (416)")
         default: throw .originStatus(response.status, "origin answered \(response.status) for piece \(index) of \(key)")
         }
-        var bytes: [UInt8] = []
-        do throws(OriginError) {
-            if response.status == 206 {
-                bytes = try await response.body.collect(upTo: size)
-            } else {
-                // An origin without ranges: read up to the piece, drop what comes before it.
-                var skipped: Int64 = 0
-                var chunks = response.body.makeAsyncIterator()
-                while bytes.count < size, let chunk = try await chunks.next() {
-                    var c = chunk[...]
-                    if skipped < first {
-                        let n = Int(min(first - skipped, Int64(c.count)))
-                        skipped += Int64(n)
-                        c = c.dropFirst(n)
-                    }
-                    bytes += c.prefix(size - bytes.count)
-                }
-            }
-        } catch {
-            throw .origin(error)
-        }
+        let bytes: [UInt8]
+        do { bytes = try await Self.readPiece(response, index, checksums.layout) } catch { throw .origin(error) }
         let verified = bytes.withUnsafeBytes { checksums.matches(index, $0) }
         guard verified else {
             onBadPiece()
             throw originChanged(key, index, checksums, url: url, "piece \(index) of \(key) from the origin does not match its checksum")
         }
-        keep(key, layout, index, bytes)
+        keep(key, checksums.layout, index, bytes)
+        return bytes
+    }
+
+    /// The origin request for piece `index`: its range, no more than the prepared length.
+    static func pieceRequest(_ url: String, _ index: Int, _ layout: PieceLayout) -> OriginRequest {
+        let first = layout.offset(of: index)
+        return OriginRequest(url: url, range: .closed(first: first, last: first + Int64(layout.size(of: index)) - 1), maxBodySize: Int64(layout.length))
+    }
+
+    /// Piece `index` from an origin's 206 or 200 answer (an origin without ranges: read up to
+    /// the piece, what comes before it dropped). Shorter when the body is.
+    static func readPiece(_ response: OriginResponse, _ index: Int, _ layout: PieceLayout) async throws(OriginError) -> [UInt8] {
+        let first = layout.offset(of: index)
+        let size = layout.size(of: index)
+        if response.status == 206 { return try await response.body.collect(upTo: size) }
+        var bytes: [UInt8] = []
+        var skipped: Int64 = 0
+        var chunks = response.body.makeAsyncIterator()
+        while bytes.count < size, let chunk = try await chunks.next() {
+            var c = chunk[...]
+            if skipped < first {
+                let n = Int(min(first - skipped, Int64(c.count)))
+                skipped += Int64(n)
+                c = c.dropFirst(n)
+            }
+            bytes += c.prefix(size - bytes.count)
+        }
         return bytes
     }
 
@@ -569,23 +573,21 @@ public final class SwarmNode: Sendable {
         guard go else { return }
         defer { rechecks.withLock { $0.running -= 1 } }
         let checksums = ready.checksums
-        let layout = checksums.layout
-        let first = layout.offset(of: index)
-        let size = layout.size(of: index)
-        var request = OriginRequest(url: ref.url, range: .closed(first: first, last: first + Int64(size) - 1), maxBodySize: Int64(layout.length))
+        var request = Self.pieceRequest(ref.url, index, checksums.layout)
         let etag = ready.entry.etag.flatMap { $0.hasPrefix("W/") ? nil : $0 }
         if let etag { request.headers = [("If-Match", etag)] }
         guard let response = try? await origin.fetch(request) else { return }
+        // Other bytes (or none: 416) under the same strong ETag: this URL names another variant.
+        let anotherCopy = etag == nil || response.header("ETag") != etag
         let changed: Bool
         switch response.status {
         case 412:
             changed = true
         case 206, 200:
-            let bytes = (try? await response.body.collect(upTo: response.status == 206 ? size : Int(layout.length))) ?? []
-            let piece = response.status == 206 ? bytes[...] : bytes.dropFirst(Int(first)).prefix(size)
-            let same = piece.withUnsafeBytes { checksums.matches(index, $0) }
-            // Other bytes under the same strong ETag: this URL names another variant.
-            changed = !same && (etag == nil || response.header("ETag") != etag)
+            let bytes = (try? await Self.readPiece(response, index, checksums.layout)) ?? []
+            changed = !bytes.withUnsafeBytes { checksums.matches(index, $0) } && anotherCopy
+        case 416:
+            changed = anotherCopy
         default:
             changed = false
         }

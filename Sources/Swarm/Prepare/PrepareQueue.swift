@@ -461,12 +461,12 @@ public final class PrepareQueue: Service, Sendable {
             if s.jobs[id]?.state != .queued { endWaiters = Self.takeEndWaiters(id, &s) }
             // A run that was stopped (preempted, paused, cancelled) failed because it was
             // stopped, not because of the origin: that is no answer to give its waiters.
-            if !stopped, case .failure(let f) = outcome, case .uncacheable = f.head {
-                s.uncacheable[id] = .now
-            }
-            if !stopped, s.heads[id] == nil, case .failure(let f) = outcome {
-                failedHead = f.head
-                woken = Self.setHead(id, f.head, &s)
+            if !stopped, case .failure(let f) = outcome {
+                if case .uncacheable = f.head { s.uncacheable[id] = .now }
+                if s.heads[id] == nil {
+                    failedHead = f.head
+                    woken = Self.setHead(id, f.head, &s)
+                }
             } else if stopped, s.jobs[id]?.state != .queued {
                 // Paused or cancelled: no answer is coming soon, so its waits end without one.
                 woken = Self.take(nil, of: id, from: &s.headWaiters)
