@@ -69,6 +69,7 @@ public struct GatewayServer: Sendable {
             let tracker = SwarmTracker(
                 appID: credentials.appID, secret: credentials.secret, messagesPerSecond: c.nodeMessageRate, host: host, logger: logger)
             node.prepareQueue.onFinished { ref in tracker.preparationEnded(ref) }
+            node.onCopyDropped { key, checksums in tracker.copyDropped(key.id, copy: checksums.fingerprint) }
             responder.attach(tracker)
             services.append(SilentSessionSweeper(tracker: tracker))
             embedded = tracker
@@ -157,6 +158,10 @@ struct LocalRegistryHost: TrackerHost {
     func recheck(_ ref: ObjectRef, piece: Int) async {
         guard Self.names(ref) else { return }
         await node.recheck(ref, piece: piece)
+    }
+
+    func audit(_ objectID: String, piece: Int, holderURL: String, requester: String, token: String) async -> AuditVerdict {
+        await node.audit(objectID, piece: piece, holderURL: holderURL, requester: requester, token: token)
     }
 
     /// Whether `ref.url` is the origin URL of the object `ref` keys: a node cannot have the

@@ -40,6 +40,13 @@ public struct PieceChecksums: Hashable, Sendable {
         index >= 0 && index < digests.count && bytes.count == layout.size(of: index) && SHA256.hash(bytes) == digests[index]
     }
 
+    /// The first 16 hex digits of the SHA-256 of the layout and every digest: one copy of an
+    /// object told from another (the origin's changed).
+    public var fingerprint: String {
+        let bytes = Array("\(layout.length)/\(layout.pieceSize)/".utf8) + packed
+        return bytes.withUnsafeBytes { SHA256.hash($0) }.short
+    }
+
     /// The digests back to back, 32 bytes each (how they are stored).
     public var packed: [UInt8] { digests.flatMap(\.bytes) }
 

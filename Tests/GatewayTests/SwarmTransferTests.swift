@@ -331,6 +331,8 @@ final class SwarmTransferTests {
         let list = Self.playlist(name, originPort: originPort, segments: 3)
         expectCorrect(try await Self.play(port: portA, playlist: list), name, segments: 3)
         _ = try await Self.settledOriginSegments(originPort, name, including: 0...2)
+        // A's second play, once every object is ready, stores the pieces: A holds the old copy.
+        expectCorrect(try await Self.play(port: portA, playlist: list), name, segments: 3)
         _ = try await HTTP.get("http://127.0.0.1:\(originPort)/__version?name=\(name)/seg1.ts&bump=1")
         let renewed = try await HTTP.get("http://127.0.0.1:\(originPort)/obj/\(name)/seg1.ts?size=200000&token=abc").body
         #expect(renewed != Self.segment(name, 1))
@@ -344,11 +346,15 @@ final class SwarmTransferTests {
         // would answer 302 for ever).
         let again = try await Live.whenReady(urlC, timeout: .seconds(20))
         #expect(again.status == 200 && again.body == renewed, "the new copy")
-        // B learns the new checksums from the tracker; A, holding the old copy, refuses.
+        // B learns the new checksums from the tracker; no peer sends it the old copy.
         let b = try await Live.whenReady(try await segment1(portB), timeout: .seconds(20))
         #expect(b.status == 200 && b.body == renewed, "the new copy")
         let stat = try JSONSerialization.jsonObject(with: try await HTTP.get("http://127.0.0.1:\(portB)/stat").body) as? [String: Any] ?? [:]
         #expect(stat["badPieces"] as? Int == 0, "no node was reported for holding the old copy: \(stat)")
+        // A never asked the origin, but the tracker told it its copy was dropped: its player
+        // gets the new copy too, not the old one A held.
+        let a = try await Live.whenReady(try await segment1(portA), timeout: .seconds(20))
+        #expect(a.status == 200 && a.body == renewed, "A serves the new copy")
     }
 
     /// A node cannot make the registry drop a good copy: on `changed`, the registry fetches the
@@ -619,12 +625,68 @@ final class SwarmTransferTests {
         let stat = try await Self.stat(playerPort)
         #expect(stat["badPieces"] as? Int ?? 0 >= 3, "\(stat)")
         #expect(stat["p2pBytes"] as? Int ?? 0 > 0)
-        // Three reports (one per object it lied about): banned, gone from the swarm, refused at login.
-        let peers = try await HTTP.get("http://127.0.0.1:\(trackerPort)/peers")
+        // Three reports (one per object it lied about), each confirmed by the tracker's own
+        // request for the piece: banned, gone from the swarm, refused at login.
+        var peers = try await HTTP.get("http://127.0.0.1:\(trackerPort)/peers")
+        let deadline = ContinuousClock.now + .seconds(10)
+        while peers.text.contains("liar") && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+            peers = try await HTTP.get("http://127.0.0.1:\(trackerPort)/peers")
+        }
         #expect(!peers.text.contains("liar"), "\(peers.text)")
+        #expect(t.stderr.contains("bad piece confirmed"))
         let again = try await WSExchange.run(ws, send: [.login(LoginProof.sign(appID: "swarmgate", peerID: "liar", secret: Self.secret), url: "http://x")], replies: 1)
         #expect(again.first?.type == "refused" && again.first?.reason?.contains("banned") == true)
         #expect(t.stderr.contains("bad piece reported"))
+    }
+
+    /// A report is no proof: the tracker asks the reported peer for the piece itself, as the
+    /// reporter asked, and an intact piece counts nothing against it (three reports from one
+    /// node used to ban anyone). One holder and object is asked once per interval, and a
+    /// report that names no piece is not acted on.
+    @Test func reportsAgainstAPeerThatSendsIntactPiecesCountNothingAgainstIt() async throws {
+        let (origin, originPort) = try Live.objectOrigin()
+        defer { origin.stop() }
+        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
+        defer { t.stop() }
+        let name = "accused", segments = 4
+        let list = Self.playlist(name, originPort: originPort, segments: segments)
+        let cache = Live.cacheFolder()
+        let (a, aPort) = try node(trackerPort: trackerPort, originPort: originPort, cache: cache)
+        defer { a.stop() }
+        // Once every object is ready, A's second play stores its pieces: A holds them all.
+        _ = try await Self.play(port: aPort, playlist: list)
+        _ = try await Self.settledOriginSegments(originPort, name, including: 0...(segments - 1))
+        expectCorrect(try await Self.play(port: aPort, playlist: list), name, segments: segments)
+        let held = try Live.dataFiles(in: cache).count
+        #expect(held == segments, "A holds \(held) objects")
+        let accused = try String(contentsOfFile: cache + "/peer-id", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        func report(_ object: String, piece: Int?) -> SwarmMessage {
+            var m = SwarmMessage(type: "report")
+            m.peerId = accused
+            m.object = object
+            m.piece = piece
+            return m
+        }
+        let ids = Self.objectIDs(name, originPort: originPort, segments: segments)
+        let sent = [SwarmMessage.login(LoginProof.sign(appID: "swarmgate", peerID: "accuser", secret: Self.secret), url: "http://10.9.9.9:8080")]
+            + ids.map { report($0, piece: 0) } + [report(ids[0], piece: 0), report(ids[1], piece: nil), SwarmMessage(type: "ping")]
+        let replies = try await WSExchange.run("ws://127.0.0.1:\(trackerPort)/swarm/v1/ws", send: sent, replies: 2, hold: .seconds(1))
+        #expect(replies.map(\.type) == ["welcome", "pong"])
+        let deadline = ContinuousClock.now + .seconds(10)
+        func disproved() -> Int { t.stderr.matches(of: #/bad piece not confirmed/#).count }
+        while disproved() < segments && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(disproved() == segments, "one audit per object: \(t.stderr)")
+        #expect(!t.stderr.contains("bad piece confirmed"))
+        #expect(t.stderr.matches(of: #/bad piece reported/#).count == segments + 2)
+        let peers = try await HTTP.get("http://127.0.0.1:\(trackerPort)/peers")
+        #expect(peers.text.contains(accused), "the accused is still in the swarm: \(peers.text)")
+        // And still a holder: a new node's player gets A's pieces.
+        let (b, bPort) = try node(trackerPort: trackerPort, originPort: originPort)
+        defer { b.stop() }
+        expectCorrect(try await Self.play(port: bPort, playlist: list), name, segments: segments)
+        #expect(try await Self.stat(aPort)["uploadBytes"] as? Int ?? 0 > 0)
     }
 
     @Test func aNodeWhosePiecesRotOnDiskNeverSendsThemAndOthersStillGetCorrectBytes() async throws {

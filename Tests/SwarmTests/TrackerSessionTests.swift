@@ -104,6 +104,9 @@ struct TrackerSessionTests {
         }
         func readyAnswer(_ ref: ObjectRef) -> ChecksumAnswer? { nil }
         func recheck(_ ref: ObjectRef, piece: Int) async {}
+        func audit(_ objectID: String, piece: Int, holderURL: String, requester: String, token: String) async -> AuditVerdict {
+            .inconclusive("not asked")
+        }
         func release() { gate.signal() }
     }
 
@@ -177,6 +180,9 @@ struct TrackerSessionTests {
             return ChecksumAnswer(ready: RegistryEntry(key: ref.key, state: .ready), checksums: checksums)
         }
         func recheck(_ ref: ObjectRef, piece: Int) async {}
+        func audit(_ objectID: String, piece: Int, holderURL: String, requester: String, token: String) async -> AuditVerdict {
+            .inconclusive("not asked")
+        }
     }
 
     static func ref(_ name: String) -> ObjectRef {

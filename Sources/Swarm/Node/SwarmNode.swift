@@ -40,6 +40,8 @@ public final class SwarmNode: Sendable {
     private let prefetchedCount = Atomic<Int>(0)
     /// Objects being prefetched now.
     private let prefetching = Mutex<Set<String>>([])
+    /// Told when this node's registry drops a copy whose origin copy changed.
+    private let copyDroppedObserver = Mutex<(@Sendable (ObjectKey, PieceChecksums) -> Void)?>(nil)
     private let logger: Logger
 
     struct SwarmState {
@@ -160,6 +162,7 @@ public final class SwarmNode: Sendable {
             s.peerID = link.configuration.peerID
         }
         link.onReady { [weak self] ready in self?.told(ready) }
+        link.onDropped { [weak self] id, copy in self?.dropCopy(id, copy: copy) }
         let announcements = Announcements(link: link)
         store.observe { change in
             switch change {
@@ -416,8 +419,7 @@ public final class SwarmNode: Sendable {
             // `sha`: the piece this node's checksums expect. A holder with another copy of the
             // object (the origin's changed, and one of them has not heard yet) refuses with 409
             // rather than send a piece that would count against it as bad.
-            let url = "\(peer.url)/peer/v1/\(key.id)/\(index)?from=\(Self.queryEscaped(me))&token=\(Self.queryEscaped(peer.token))"
-                + "&sha=\(checksums.digests[index].short)"
+            let url = Self.peerPieceURL(peer.url, key.id, index, from: me, token: peer.token, sha: checksums.digests[index].short)
             let request = OriginRequest(url: url, timeouts: .init(connect: min(left, .seconds(1)), idle: left, total: left), maxBodySize: Int64(size))
             let bytes: [UInt8]
             do {
@@ -435,7 +437,7 @@ public final class SwarmNode: Sendable {
                     s.dropped[key.id, default: []].insert(peer.peerId)
                     s.peerLists[key.id] = nil
                 }
-                await link.report(peer.peerId, object: key.id)
+                await link.report(peer.peerId, object: key.id, piece: index)
                 continue
             }
             if prefetch { notePrefetched(key, index, from: peer.peerId) }
@@ -464,6 +466,12 @@ public final class SwarmNode: Sendable {
             if s.peerLists.count > 4096 { s.peerLists = s.peerLists.filter { now - $0.value.at < Self.peerListLifetime } }
             return usable
         }
+    }
+
+    /// Where piece `index` of object `objectID` is asked of the peer at `base`, for peer `from`
+    /// with the tracker's `token`, expecting the piece whose SHA-256 starts with `sha`.
+    public static func peerPieceURL(_ base: String, _ objectID: String, _ index: Int, from: String, token: String, sha: String) -> String {
+        "\(base)/peer/v1/\(objectID)/\(index)?from=\(queryEscaped(from))&token=\(queryEscaped(token))&sha=\(sha)"
     }
 
     static func queryEscaped(_ s: String) -> String {
@@ -538,9 +546,8 @@ public final class SwarmNode: Sendable {
     /// other checksums by now (a fetch that started before the object was prepared again must
     /// not drop the new copy).
     private func originChanged(_ key: ObjectKey, _ index: Int, _ checksums: PieceChecksums, url: String, _ why: String) -> PieceFailure {
-        if registry.checksums(key) == checksums {
+        if registry.drop(key, ifCopy: checksums) {
             logger.warning("the origin's copy changed; preparing the object again", metadata: ["object": "\(key)", "why": "\(why)"])
-            registry.markUnknown(key)
             store.remove(key)
             if let link {
                 // The tracker's registry checks the piece itself and prepares the object again;
@@ -548,9 +555,30 @@ public final class SwarmNode: Sendable {
                 Task { await link.changed(ObjectRef(key: key, url: url), piece: index) }
             } else {
                 prepareQueue.enqueue(key, url: url, urgent: true)
+                copyDroppedObserver.withLock { $0 }?(key, checksums)
             }
         }
         return .originChanged(why)
+    }
+
+    /// Tells `observer` each copy this node's registry drops as the origin's changed (a
+    /// tracker tells the nodes that hold it).
+    public func onCopyDropped(_ observer: @escaping @Sendable (ObjectKey, PieceChecksums) -> Void) {
+        copyDroppedObserver.withLock { $0 = observer }
+    }
+
+    /// The tracker's registry dropped copy `copy` (a checksums `fingerprint`) of object
+    /// `objectID`: if that is the copy held here, its checksums and pieces go too, and the
+    /// next request asks the tracker for the new one. Another copy (the new one, already
+    /// here) stays.
+    func dropCopy(_ objectID: String, copy: String) {
+        guard let ready = registry.ready(id: objectID), ready.checksums.fingerprint == copy,
+            registry.drop(ready.entry.key, ifCopy: ready.checksums)
+        else { return }
+        let key = ready.entry.key
+        logger.info("the registry dropped the copy held here; dropping it too", metadata: ["object": "\(key)"])
+        store.remove(key)
+        swarm.withLock { $0.peerLists[objectID] = nil }
     }
 
     /// A node says the origin's copy of piece `index` of `ref` changed: the piece is fetched
@@ -600,6 +628,35 @@ public final class SwarmNode: Sendable {
 
     /// How often one object is checked against the origin for a node that says it changed.
     static let recheckInterval: Duration = .seconds(10)
+
+    // MARK: audits
+
+    /// A node reported that the holder at `holderURL` sent it a bad piece `index` of object
+    /// `objectID`: the same request is made again here, as the reporter made it (`requester`,
+    /// with a piece `token` the tracker made for it, so the holder cannot tell the two apart),
+    /// and its answer checked against the registry's checksum.
+    public func audit(_ objectID: String, piece index: Int, holderURL: String, requester: String, token: String) async -> AuditVerdict {
+        guard let checksums = registry.ready(id: objectID)?.checksums else { return .inconclusive("no checksums ready for the object") }
+        guard index >= 0, index < checksums.layout.count else { return .inconclusive("no such piece") }
+        let size = checksums.layout.size(of: index)
+        let url = Self.peerPieceURL(holderURL, objectID, index, from: requester, token: token, sha: checksums.digests[index].short)
+        let request = OriginRequest(url: url, timeouts: .init(connect: .seconds(1), idle: Self.auditTimeout, total: Self.auditTimeout), maxBodySize: Int64(size))
+        let bytes: [UInt8]
+        do {
+            let response = try await peerClient.fetch(request)
+            guard response.status == 200 else { return .inconclusive("the holder answered \(response.status)") }
+            bytes = try await response.body.collect(upTo: size)
+        } catch {
+            // More bytes than the piece has is a piece that cannot match.
+            if error.code == .tooLarge { return .bad("the holder sent more bytes than the piece has") }
+            return .inconclusive("the holder could not be fetched from: \(error)")
+        }
+        guard bytes.withUnsafeBytes({ checksums.matches(index, $0) }) else { return .bad("the holder sent bytes that fail the piece's checksum") }
+        return .intact
+    }
+
+    /// How long an audit's piece request may take.
+    static let auditTimeout: Duration = .seconds(5)
 }
 
 /// What the store comes to hold or lose, told to the tracker in batches: the changes of a few

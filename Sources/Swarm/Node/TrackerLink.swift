@@ -47,6 +47,8 @@ public final class TrackerLink: Service, Sendable {
         var unsent: [[ObjectRef]] = []
         /// Where checksums the tracker sends unasked go.
         var ready: (@Sendable ([(ref: ObjectRef, answer: ChecksumAnswer, peers: [SwarmPeer])]) -> Void)?
+        /// Where the copies the registry dropped go.
+        var dropped: (@Sendable (_ objectID: String, _ copy: String) -> Void)?
     }
 
     public let configuration: Configuration
@@ -67,6 +69,12 @@ public final class TrackerLink: Service, Sendable {
     /// the node asked it to prepare, once ready.
     public func onReady(_ handler: @escaping @Sendable ([(ref: ObjectRef, answer: ChecksumAnswer, peers: [SwarmPeer])]) -> Void) {
         state.withLock { $0.ready = handler }
+    }
+
+    /// Hands `handler` each copy of an object the registry dropped (by its checksums'
+    /// fingerprint): the origin's copy changed.
+    public func onDropped(_ handler: @escaping @Sendable (_ objectID: String, _ copy: String) -> Void) {
+        state.withLock { $0.dropped = handler }
     }
 
     /// Whether the node is logged in now.
@@ -161,6 +169,10 @@ public final class TrackerLink: Service, Sendable {
             if !ready.isEmpty, let handler = state.withLock({ $0.ready }) { Task { handler(ready) } }
             return
         }
+        if m.type == "dropped" {
+            if let id = m.object, let copy = m.copy, let handler = state.withLock({ $0.dropped }) { handler(id, copy) }
+            return
+        }
         guard m.type == "peers" || m.type == "sums", let rid = m.rid else { return }
         let waiter = state.withLock { $0.waiting.removeValue(forKey: rid) }
         waiter?.resume(returning: m)
@@ -196,11 +208,13 @@ public final class TrackerLink: Service, Sendable {
     /// Tells the tracker the node no longer holds `objects`.
     public func withdraw(_ objects: [String]) async { try? await send(type: "lost", objects: objects) }
 
-    /// Tells the tracker that `peer` sent a piece of `object` that failed verification.
-    public func report(_ peer: String, object: String) async {
+    /// Tells the tracker that `peer` sent piece `piece` of `object` and it failed verification
+    /// (the tracker asks the peer for that piece itself before it holds it against it).
+    public func report(_ peer: String, object: String, piece: Int) async {
         var m = SwarmMessage(type: "report")
         m.peerId = peer
         m.object = object
+        m.piece = piece
         try? await send(m)
     }
 

@@ -29,8 +29,11 @@ public final class ChecksumRegistry: Sendable {
     }
 
     /// The entry of `key` and its checksums, when it is ready.
-    public func ready(_ key: ObjectKey) -> (entry: RegistryEntry, checksums: PieceChecksums)? {
-        entries.withLock { e in e[key.id].flatMap { entry in entry.state == .ready ? entry.checksums.map { (entry, $0) } : nil } }
+    public func ready(_ key: ObjectKey) -> (entry: RegistryEntry, checksums: PieceChecksums)? { ready(id: key.id) }
+
+    /// The entry of the object with id `id` and its checksums, when it is ready.
+    public func ready(id: String) -> (entry: RegistryEntry, checksums: PieceChecksums)? {
+        entries.withLock { e in e[id].flatMap { entry in entry.state == .ready ? entry.checksums.map { (entry, $0) } : nil } }
     }
 
     /// The checksums of `key`, when it is ready.
@@ -121,6 +124,20 @@ public final class ChecksumRegistry: Sendable {
             e.state = .unknown
             e.checksums = nil
         }
+    }
+
+    /// Forgets the checksums of `key` if they are `copy` (the origin's copy changed), in one
+    /// step: of requests that find the same copy changed at once, one drops it, and none drops
+    /// the new copy that a preparation made ready meanwhile. Returns whether it dropped them.
+    func drop(_ key: ObjectKey, ifCopy copy: PieceChecksums) -> Bool {
+        var dropped = false
+        update(key) { e in
+            guard e.state == .ready, e.checksums == copy else { return }
+            e.state = .unknown
+            e.checksums = nil
+            dropped = true
+        }
+        return dropped
     }
 
     /// Throws when the storage does not answer (for `/ready`).

@@ -21,7 +21,10 @@ public final class SwarmTracker: Sendable {
 
     struct State {
         var sessions: [String: Session] = [:]
+        /// Bad pieces proven against each peer by an audit.
         var offences: [String: Int] = [:]
+        /// When each (holder, object) was last audited.
+        var audited: [String: ContinuousClock.Instant] = [:]
         var banned: Set<String> = []
         var nextConnection: UInt64 = 0
     }
@@ -38,7 +41,18 @@ public final class SwarmTracker: Sendable {
     /// The checksum registry and the first seed: the node the tracker runs in.
     let host: (any TrackerHost)?
     private let state = Mutex(State())
+    /// Reports waiting for their audit, one audit at a time.
+    private let audits: AsyncStream<Report>.Continuation
     private let logger: Logger
+
+    /// A node's report that `holder` sent it a bad piece.
+    struct Report: Sendable {
+        var holder: String
+        var holderURL: String
+        var object: String
+        var piece: Int
+        var reporter: String
+    }
 
     public init(
         appID: String, secret: String, heartbeat: Duration = .seconds(10), peersPerWant: Int = 5, banAfter: Int = 3,
@@ -52,7 +66,18 @@ public final class SwarmTracker: Sendable {
         self.banAfter = banAfter
         self.messagesPerSecond = messagesPerSecond
         self.logger = logger
+        let (reports, audits) = AsyncStream.makeStream(of: Report.self, bufferingPolicy: .bufferingOldest(Self.maxQueuedAudits))
+        self.audits = audits
+        guard let host else { return }
+        Task.detached(priority: .utility) { [weak self] in
+            for await report in reports {
+                guard let self else { return }
+                await self.audit(report, host: host)
+            }
+        }
     }
+
+    deinit { audits.finish() }
 
     /// Peer ids logged in now.
     public var peerIDs: [String] { state.withLock { Array($0.sessions.keys).sorted() } }
@@ -182,7 +207,7 @@ public final class SwarmTracker: Sendable {
             answer.peers = m.object.map { peers(holding: $0, for: peer) } ?? []
             return answer
         case "report":
-            if let bad = m.peerId, let object = m.object { report(bad, object: object, by: peer) }
+            if let bad = m.peerId, let object = m.object { report(bad, object: object, piece: m.piece, by: peer) }
             return nil
         case "changed":
             if let host, let ref = m.ref, let piece = m.piece, piece >= 0 { Task { await host.recheck(ref, piece: piece) } }
@@ -257,6 +282,27 @@ public final class SwarmTracker: Sendable {
         for (peer, send) in watchers { push([(ref, answer)], to: peer, send: send) }
     }
 
+    /// The registry dropped copy `copy` of object `objectID` (the origin's changed): no node
+    /// counts as holding it any longer, and each that did is told, so that it drops the copy
+    /// too rather than serve it to its players (a node that announces the object again holds
+    /// the new copy).
+    public func copyDropped(_ objectID: String, copy: String) {
+        let holders = state.withLock { s -> [@Sendable (String) async throws -> Void] in
+            var found: [@Sendable (String) async throws -> Void] = []
+            for (peer, session) in s.sessions where session.objects.contains(objectID) {
+                s.sessions[peer]?.objects.remove(objectID)
+                found.append(session.send)
+            }
+            return found
+        }
+        guard !holders.isEmpty else { return }
+        var m = SwarmMessage(type: "dropped")
+        m.object = objectID
+        m.copy = copy
+        let text = m.json
+        for send in holders { Task { try? await send(text) } }
+    }
+
     /// A `sums` without a request id: unasked checksums of objects `peer` asked to prepare, one
     /// message for all of them.
     private func push(_ ready: [(ObjectRef, ChecksumAnswer)], to peer: String, send: @escaping @Sendable (String) async throws -> Void) {
@@ -323,18 +369,60 @@ public final class SwarmTracker: Sendable {
         }
     }
 
-    /// A peer sent a bad piece: it no longer counts as holding the object, and after
-    /// `banAfter` reports it is banned (dropped now, refused at login).
-    func report(_ bad: String, object: String, by reporter: String) {
-        let banned = state.withLock { s -> Bool in
-            s.sessions[bad]?.objects.remove(object)
-            s.offences[bad, default: 0] += 1
-            guard s.offences[bad]! >= banAfter else { return false }
-            s.banned.insert(bad)
-            s.sessions[bad] = nil
-            return true
+    /// Reports waiting for their audit, at most (more are dropped).
+    static let maxQueuedAudits = 64
+    /// How often one holder's piece of one object is audited, at most.
+    static let auditInterval: Duration = .seconds(10)
+
+    /// A node says `bad` sent it a bad piece. A report is no proof: the node could be wrong,
+    /// or lie to have an honest peer banned. So the registry asks `bad` for that piece itself,
+    /// as the reporter did (`audit`); only bytes that fail the check count against it. A report
+    /// that names no piece, names the seed (it sends only pieces it verified), or names a
+    /// holder and object audited within `auditInterval` is logged and dropped.
+    func report(_ bad: String, object: String, piece: Int?, by reporter: String) {
+        let now = ContinuousClock.now
+        let queued = state.withLock { s -> Report? in
+            guard let piece, piece >= 0, bad != host?.seedPeerID, let url = s.sessions[bad]?.url else { return nil }
+            let pair = "\(bad) \(object)"
+            if s.audited.count >= 4096 { s.audited = s.audited.filter { now - $0.value < Self.auditInterval } }
+            guard s.audited.count < 4096, s.audited[pair].map({ now - $0 >= Self.auditInterval }) ?? true else { return nil }
+            s.audited[pair] = now
+            return Report(holder: bad, holderURL: url, object: object, piece: piece, reporter: reporter)
         }
-        logger.warning("bad piece reported", metadata: ["peer": "\(bad)", "object": "\(object)", "by": "\(reporter)", "banned": "\(banned)"])
+        let audited = queued.map { if case .enqueued = audits.yield($0) { true } else { false } } ?? false
+        logger.warning("bad piece reported", metadata: [
+            "peer": "\(bad)", "object": "\(object)", "piece": "\(piece.map(String.init) ?? "-")", "by": "\(reporter)",
+            "audit": "\(audited ? "queued" : "none")",
+        ])
+    }
+
+    /// Asks the holder a report names for the piece, as the reporter did, and holds bad bytes
+    /// against it: it no longer counts as holding the object, and after `banAfter` proven
+    /// bad pieces it is banned (dropped now, refused at login).
+    private func audit(_ report: Report, host: any TrackerHost) async {
+        let expiry = Int64(Date().timeIntervalSince1970) + 60
+        let token = PieceToken(requester: report.reporter, holder: report.holder, objectID: report.object, expiry: expiry).encoded(secret: secret)
+        let verdict = await host.audit(report.object, piece: report.piece, holderURL: report.holderURL, requester: report.reporter, token: token)
+        var metadata: Logger.Metadata = ["peer": "\(report.holder)", "object": "\(report.object)", "piece": "\(report.piece)", "by": "\(report.reporter)"]
+        switch verdict {
+        case .bad(let why):
+            let banned = state.withLock { s -> Bool in
+                s.sessions[report.holder]?.objects.remove(report.object)
+                s.offences[report.holder, default: 0] += 1
+                guard s.offences[report.holder]! >= banAfter else { return false }
+                s.banned.insert(report.holder)
+                s.sessions[report.holder] = nil
+                return true
+            }
+            metadata["why"] = "\(why)"
+            metadata["banned"] = "\(banned)"
+            logger.warning("bad piece confirmed", metadata: metadata)
+        case .intact:
+            logger.warning("bad piece not confirmed: the peer sent the piece intact", metadata: metadata)
+        case .inconclusive(let why):
+            metadata["why"] = "\(why)"
+            logger.info("bad piece report left open", metadata: metadata)
+        }
     }
 
     /// Ends sessions silent for three heartbeats (their connections end on their next message).
@@ -397,4 +485,17 @@ public protocol TrackerHost: Sendable {
     /// fetches that piece from the origin itself and, if it does not match either, drops the
     /// checksums and prepares the object again. A node cannot make it drop a good copy.
     func recheck(_ ref: ObjectRef, piece: Int) async
+    /// Asks the holder at `holderURL` for piece `piece` of object `objectID` as `requester`
+    /// did (with `token`, made for it) and checks the bytes against the registry's checksum.
+    func audit(_ objectID: String, piece: Int, holderURL: String, requester: String, token: String) async -> AuditVerdict
+}
+
+/// What asking a reported peer for the piece again showed.
+public enum AuditVerdict: Sendable, Equatable {
+    /// It sent bytes that fail the piece's checksum: why.
+    case bad(String)
+    /// It sent the piece intact.
+    case intact
+    /// It could not be told: no checksums, the peer refused, broke off or is gone (why).
+    case inconclusive(String)
 }

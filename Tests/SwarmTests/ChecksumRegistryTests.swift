@@ -1,0 +1,49 @@
+import Foundation
+import Logging
+import PieceStore
+import TestScratch
+@testable import Swarm
+import Testing
+
+/// The checksum registry over a real SQLite file: dropping a copy whose origin copy changed.
+@Suite("Checksum registry")
+struct ChecksumRegistryTests {
+    let folder = Scratch.path("registry")
+    let key = ObjectKey(xresid: "s", host: "cdn.example.com", path: "/seg.ts")
+
+    func checksums(_ byte: UInt8) -> PieceChecksums {
+        PieceChecksums(layout: PieceLayout(length: 10, pieceSize: 1024), digests: [SHA256.hash(Array(repeating: byte, count: 10))])!
+    }
+
+    func registry() throws -> ChecksumRegistry {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        return try ChecksumRegistry(storage: try SQLiteRegistryStorage(path: folder + "/registry.sqlite"), logger: Logger(label: "test"))
+    }
+
+    /// Of requests that find one copy changed at the same moment, exactly one drops it.
+    @Test func aCopyIsDroppedOnceHoweverManyFindItChanged() async throws {
+        let registry = try registry()
+        let old = checksums(1)
+        registry.markReady(key, checksums: old, etag: nil, lastModified: nil, contentType: nil)
+        let key = key
+        let drops = await withTaskGroup(of: Bool.self) { group in
+            for _ in 0..<16 { group.addTask { registry.drop(key, ifCopy: old) } }
+            return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(drops == 1)
+        #expect(registry.checksums(key) == nil)
+    }
+
+    /// A drop of the old copy that comes after the new copy was made ready leaves the new one,
+    /// on disk as in memory.
+    @Test func aLateDropOfTheOldCopyLeavesTheNewOne() throws {
+        let registry = try registry()
+        let (old, new) = (checksums(1), checksums(2))
+        #expect(old.fingerprint != new.fingerprint)
+        registry.markReady(key, checksums: old, etag: nil, lastModified: nil, contentType: nil)
+        registry.markReady(key, checksums: new, etag: nil, lastModified: nil, contentType: nil)
+        #expect(!registry.drop(key, ifCopy: old))
+        #expect(registry.checksums(key) == new)
+        #expect(try self.registry().checksums(key) == new, "as written")
+    }
+}
