@@ -26,6 +26,10 @@ public final class GatewayResponder: HTTPResponder {
     public let uploads: UploadSwitch
     let variables: StreamVariables
     let queuedPlaylists = RecentlyQueued(interval: .seconds(60))
+    /// Live playlists whose newest segments were looked at lately (once a second at most), and
+    /// the live objects queued for preparation (each once).
+    let liveRefreshes = RecentlyQueued(interval: .seconds(1))
+    let liveQueued = RecentlyQueued(interval: .seconds(600))
     /// VOD playlists' objects in playback order, for prefetching the next segments.
     let playOrder = PlayOrder()
     /// The public URL, fixed once the server is bound (see `GatewayConfiguration.publicURLIsDefault`).
@@ -300,13 +304,19 @@ public final class GatewayResponder: HTTPResponder {
             case .hls:
                 // A VOD playlist's objects are queued for preparation: once a minute at most,
                 // since its list does not change (collecting references costs time).
-                let readAhead = Self.isVOD(body)
-                    && queuedPlaylists.claim(proxy.xresid.value + " " + effective.authority + effective.path)
-                let options = hlsOptions(proxy, collectReferences: readAhead)
+                // A live one's newest segments are, as it refreshes: once a second at most.
+                let playlist = proxy.xresid.value + " " + effective.authority + effective.path
+                let vod = Self.isVOD(body)
+                let readAhead = vod && queuedPlaylists.claim(playlist)
+                let liveTail = !vod && configuration.readAhead != .zero && liveRefreshes.claim(playlist)
+                let options = hlsOptions(proxy, collectReferences: readAhead || liveTail)
                 let result = try HLSRewriter(playlistURL: effective, options: options).rewrite(body)
                 if result.kind == .master, !result.variables.isEmpty { variables.set(proxy.xresid.value, result.variables) }
                 if readAhead && result.kind == .media {
                     prepareAhead(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query)
+                }
+                if liveTail && result.kind == .media {
+                    prepareLiveTail(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query)
                 }
                 output = result.output
                 contentType = "application/vnd.apple.mpegurl"
@@ -390,6 +400,41 @@ public final class GatewayResponder: HTTPResponder {
     func prepareAhead(_ references: [HLSReference], xresid: XResID, playlistQuery: String?) {
         prepareAhead(mediaObjects(references, xresid: xresid, playlistQuery: playlistQuery))
     }
+
+    /// Queues the newest segments of a live playlist for preparation, each once, before its
+    /// players ask for them: those that start within three target durations of its end, where
+    /// players start (RFC 8216bis 6.3.3) and which they fetch next, and the init section they
+    /// need. Every player of a new segment is then served from the swarm, none sent to the
+    /// origin while the first one's request prepares it. Older segments (a long live or event
+    /// playlist's past) are prepared only when a player asks.
+    func prepareLiveTail(_ references: [HLSReference], xresid: XResID, playlistQuery: String?) {
+        let listed = references.filter { $0.role == .segment || $0.role == .map }
+        let target = listed.lazy.compactMap(\.duration).max() ?? 0
+        // From the end: segments until they span three target durations, then the init
+        // section that the first of them plays with (the nearest one above it).
+        var tail: [HLSReference] = []
+        var seconds = 0.0
+        var segments = 0
+        var spanned: Bool { (target > 0 && seconds >= 3 * target) || segments >= Self.liveTailSegments }
+        for r in listed.reversed() {
+            if r.role == .map {
+                tail.append(r)
+                if spanned { break }
+            } else if !spanned {
+                tail.append(r)
+                seconds += r.duration ?? 0
+                segments += 1
+            }
+        }
+        let objects = mediaObjects(tail.reversed(), xresid: xresid, playlistQuery: playlistQuery).filter { liveQueued.claim($0.key.id) }
+        guard !objects.isEmpty else { return }
+        let refs = objects.map { ObjectRef(key: $0.key, url: $0.url, duration: $0.duration) }
+        let node = node
+        Task.detached(priority: .utility) { node.prepareAhead(refs, whole: true) }
+    }
+
+    /// Segments of a live playlist's tail, at most (when durations are missing or tiny).
+    static let liveTailSegments = 8
 
     /// Queues a list's objects (in playback order) for preparation, in the background;
     /// `prefetchFirst`: in a swarm, its first segments are fetched from peers now.

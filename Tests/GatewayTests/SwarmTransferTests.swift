@@ -357,6 +357,41 @@ final class SwarmTransferTests {
         #expect(a.status == 200 && a.body == renewed, "A serves the new copy")
     }
 
+    /// A live playlist's newest segments are prepared as nodes read it, before its players
+    /// ask: the first player of each new segment is served from the swarm, not sent to the
+    /// origin while its own request prepares it. Only the tail where players start (three
+    /// target durations) and its init section are, not the playlist's past.
+    @Test func aLivePlaylistsNewestSegmentsArePreparedBeforeItsPlayersAsk() async throws {
+        let swarm = try twoNodes()
+        defer { swarm.stop() }
+        let name = "livetail"
+        func live(_ first: Int) -> String {
+            "/hls.vod.p2p.com/127.0.0.1:\(swarm.originPort)/live/\(name).m3u8?segments=10&first=\(first)&size=200000&map=1"
+        }
+        let listA = try await HTTP.get("http://127.0.0.1:\(swarm.portA)\(live(0))")
+        #expect(listA.status == 200)
+        let sent = try await Self.settledOriginSegments(swarm.originPort, name, including: 7...9)
+        #expect(sent == Set(7...9), "\(sent.sorted())")
+        let initStats = try await HTTP.get("http://127.0.0.1:\(swarm.originPort)/__stats?name=\(name)/init.mp4")
+        let initFetched = (try JSONSerialization.jsonObject(with: initStats.body) as? [String: Any])?["full"] as? Int ?? 0
+        #expect(initFetched >= 1, "the init section is prepared too")
+        let urls = Self.segmentURLs(listA)
+        for k in 7...9 {
+            let r = try await HTTP.get(urls[k])
+            #expect(r.status == 200 && r.body == Self.segment(name, k), "segment \(k): \(r.status)")
+        }
+        // The playlist moves on: B reads it with segment 10 new, prepared before B's player asks.
+        let listB = try await HTTP.get("http://127.0.0.1:\(swarm.portB)\(live(1))")
+        let after = try await Self.settledOriginSegments(swarm.originPort, name, including: 7...10)
+        #expect(after == Set(7...10), "\(after.sorted())")
+        let r = try await HTTP.get(Self.segmentURLs(listB)[9])
+        #expect(r.status == 200 && r.body == Self.segment(name, 10), "segment 10: \(r.status)")
+        for port in [swarm.portA, swarm.portB] {
+            let fallbacks = try await Self.stat(port)["fallbacks"] as? [String: Int] ?? [:]
+            #expect(fallbacks["checksums_not_ready", default: 0] == 0, "no player was sent to the origin: \(fallbacks)")
+        }
+    }
+
     /// A node cannot make the registry drop a good copy: on `changed`, the registry fetches the
     /// piece from the origin itself, and a piece that still matches changes nothing; nor does
     /// a URL whose query selects other bytes under the same ETag, nor a piece index below 0.

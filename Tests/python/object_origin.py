@@ -25,6 +25,9 @@ Endpoints:
   /redirect/NAME     302 to /obj/NAME with the same query
   /vod/NAME.m3u8     a VOD media playlist of ?segments=N (default 10) segments of ?size=S
                      bytes (default 200000), 4 s each: /obj/NAME/segK.ts?size=S&token=abc
+  /live/NAME.m3u8    a live media playlist (no ENDLIST) of ?segments=N (default 10) segments
+                     from ?first=K (default 0): EXT-X-MEDIA-SEQUENCE K, then segK... as /vod/
+                     lists them; ?map=1 adds an EXT-X-MAP /obj/NAME/init.mp4?size=1000&token=abc
   /dash/NAME.mpd     the same as a static DASH MPD: Representations "lo" and "hi", each a
                      SegmentTemplate of /obj/NAME-ID/segK.ts?size=S&token=abc (4 s each,
                      from 0) with an initialization /obj/NAME-ID/init.mp4?size=1000&token=abc
@@ -143,6 +146,8 @@ class Handler(BaseHTTPRequestHandler):
                 self.serve_object(kind, unquote(rest), url)
             elif kind == "vod" and rest.endswith(".m3u8"):
                 self.serve_vod(rest[:-len(".m3u8")])
+            elif kind == "live" and rest.endswith(".m3u8"):
+                self.serve_live(rest[:-len(".m3u8")])
             elif kind == "dash" and rest.endswith(".mpd"):
                 self.serve_dash(rest[:-len(".mpd")])
             elif kind == "peer" or (kind == "slow" and rest.startswith("peer/")):
@@ -172,6 +177,17 @@ class Handler(BaseHTTPRequestHandler):
         for k in range(n):
             lines += ["#EXTINF:4.0,", "/obj/%s/seg%d.ts?size=%d&token=abc" % (name, k, size)]
         lines.append("#EXT-X-ENDLIST")
+        self.answer(200, ("\n".join(lines) + "\n").encode(), [("Content-Type", "application/vnd.apple.mpegurl")])
+
+    def serve_live(self, name):
+        n = int(self.query.get("segments", "10"))
+        first = int(self.query.get("first", "0"))
+        size = int(self.query.get("size", "200000"))
+        lines = ["#EXTM3U", "#EXT-X-VERSION:6", "#EXT-X-TARGETDURATION:4", "#EXT-X-MEDIA-SEQUENCE:%d" % first]
+        if self.query.get("map") == "1":
+            lines.append('#EXT-X-MAP:URI="/obj/%s/init.mp4?size=1000&token=abc"' % name)
+        for k in range(first, first + n):
+            lines += ["#EXTINF:4.0,", "/obj/%s/seg%d.ts?size=%d&token=abc" % (name, k, size)]
         self.answer(200, ("\n".join(lines) + "\n").encode(), [("Content-Type", "application/vnd.apple.mpegurl")])
 
     def serve_dash(self, name):
