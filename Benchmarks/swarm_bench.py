@@ -11,6 +11,9 @@ new connection's first request two; nodes, tracker and players stay on loopback,
   3. viewers who leave early (loopback CDN): each player watches the first 12 segments of a
      300-segment VOD; offload with the tracker's read-ahead window and with the whole VOD
      prepared at once (--read-ahead all)
+  4. a live stream (20 ms CDN): one player per node at the live edge, each reading the playlist
+     at its own moment as it gains a segment a second and fetching the newest; offload with
+     the nodes' defaults, with --await-preparation, and with no live tail (--read-ahead 0)
 Each of 1 and 2 is measured with the nodes' defaults (SPEC's 302 while a segment is being prepared) and
 with --await-preparation (a node waits for a preparation that ends within the deadline).
 The origin is Tests/python/object_origin.py, which counts the bytes it sends per object; every
@@ -21,6 +24,7 @@ back (each segment as soon as the last one arrived: the stress case). Pacing the
 playback was tried and moved no p95 figure: the p95 falls on players' first segments.
 Used by bench.py, or alone: swarm_bench.py SWARMGATE_BIN [PYTHON]. Everything binds 127.0.0.1
 only and every loop is bounded."""
+import contextlib
 import http.client
 import json
 import os
@@ -47,6 +51,13 @@ SEGMENTS, SIZE = 12, 500000  # one VOD: 12 segments of 500 kB
 LONG_SEGMENTS, WATCHED, LEAVING_NODE_COUNTS = 300, 12, (2, 8)
 READ_AHEAD_VARIANTS = (("", []), (", tracker --read-ahead all", ["--read-ahead", "all"]))
 CDN_RTTS = (0, 20)  # ms: the CDN on loopback, and one a round trip away
+# A live stream (20 ms CDN): LIVE_STEPS new segments, one each LIVE_STEP seconds (a 4 s segment
+# in compressed time), LIVE_WINDOW listed; with the nodes' defaults (a live playlist's newest
+# segments prepared as nodes read it) and with --read-ahead 0 on the nodes (prepared only when
+# a player asks, as before).
+LIVE_STEPS, LIVE_STEP, LIVE_SPREAD, LIVE_WINDOW = 12, 1.0, 0.6, 6
+LIVE_VARIANTS = (("", []), (", nodes --await-preparation", ["--await-preparation"]),
+                 (", nodes --read-ahead 0 (no live tail)", ["--read-ahead", "0"]))
 STAGGER = 1.0  # seconds between one player's start and the next one's
 PLAYER_TIMEOUT = 300  # seconds a whole run of players may take
 
@@ -195,12 +206,9 @@ def cdn_run(origin_port, n):
     return times
 
 
-def swarm_run(swarmgate, tmp, secret_file, origin_port, n, node_flags=(), tracker_flags=(), segments=SEGMENTS, watched=None):
-    """A tracker and n nodes logged in to it, one player per node playing the first `watched`
-    (default all) of a VOD's `segments`: every segment's seconds, the media bytes the players
-    received and the media bytes the origin sent."""
-    name = f"n{n}-{secrets.token_hex(4)}"
-    expected = [segment_bytes(name, k, SIZE) for k in range(watched or segments)]
+@contextlib.contextmanager
+def swarm(swarmgate, tmp, secret_file, origin_port, n, name, node_flags=(), tracker_flags=()):
+    """A tracker and n nodes logged in to it, stopped on the way out: yields the nodes' ports."""
     allow = ["--allow-origin", f"127.0.0.1:{origin_port}"]
     children, failed = [], True
     try:
@@ -217,14 +225,70 @@ def swarm_run(swarmgate, tmp, secret_file, origin_port, n, node_flags=(), tracke
         for node in children[1:]:
             ports.append(int(node.wait_stderr(r"listening on 127\.0\.0\.1:(\d+)").group(1)))
             node.wait_stderr(r"logged in to the tracker")
-        times, received = players([f"http://127.0.0.1:{p}/hls.vod.p2p.com/127.0.0.1:{origin_port}{vod(name, segments)}"
-                                   for p in ports], expected, segments)
-        sent = origin_bytes(origin_port, name, timeout=120)
+        yield ports
         failed = False
-        return times, received, sent
     finally:
         for c in reversed(children):
             c.stop(kill=failed)
+
+
+def swarm_run(swarmgate, tmp, secret_file, origin_port, n, node_flags=(), tracker_flags=(), segments=SEGMENTS, watched=None):
+    """A tracker and n nodes logged in to it, one player per node playing the first `watched`
+    (default all) of a VOD's `segments`: every segment's seconds, the media bytes the players
+    received and the media bytes the origin sent."""
+    name = f"n{n}-{secrets.token_hex(4)}"
+    expected = [segment_bytes(name, k, SIZE) for k in range(watched or segments)]
+    with swarm(swarmgate, tmp, secret_file, origin_port, n, name, node_flags, tracker_flags) as ports:
+        times, received = players([f"http://127.0.0.1:{p}/hls.vod.p2p.com/127.0.0.1:{origin_port}{vod(name, segments)}"
+                                   for p in ports], expected, segments)
+        sent = origin_bytes(origin_port, name, timeout=120)
+    return times, received, sent
+
+
+def live_run(swarmgate, tmp, secret_file, origin_port, n, node_flags=()):
+    """A live stream through a tracker and n nodes, one player per node at the live edge. Every
+    LIVE_STEP seconds the origin's playlist gains a segment (LIVE_WINDOW listed); each player
+    reads its node's playlist at its own moment within the step (spread over the first
+    LIVE_SPREAD of it) and fetches the newest segment (at its first read, the last three, where
+    players start), a 302 followed. Returns the media bytes the players received, those the
+    origin sent, the players' 302s and every segment's seconds."""
+    name = f"live{n}-{secrets.token_hex(4)}"
+    with swarm(swarmgate, tmp, secret_file, origin_port, n, name, node_flags) as ports:
+        redirects, received, errors, times = [0] * n, [0] * n, [], [[] for _ in range(n)]
+        begin = time.time() + 0.5
+
+        def player(i):
+            try:
+                for step in range(LIVE_STEPS):
+                    time.sleep(max(0, begin + step * LIVE_STEP + LIVE_SPREAD * i / n - time.time()))
+                    playlist = (f"http://127.0.0.1:{ports[i]}/hls.vod.p2p.com/127.0.0.1:{origin_port}"
+                                f"/live/{name}.m3u8?segments={LIVE_WINDOW}&first={step}&size={SIZE}")
+                    status, _, body = get(playlist)
+                    if status != 200:
+                        raise RuntimeError(f"{playlist}: {status}")
+                    urls = [urljoin(playlist, line) for line in body.decode().splitlines() if line and not line.startswith("#")]
+                    first = step + LIVE_WINDOW - (3 if step == 0 else 1)
+                    for k, url in zip(range(first, step + LIVE_WINDOW), urls[first - step:]):
+                        start = time.perf_counter()
+                        status, location, data = get(url)
+                        if status == 302 and location:
+                            redirects[i] += 1
+                            status, _, data = get(urljoin(url, location))
+                        times[i].append(time.perf_counter() - start)
+                        if status != 200 or data != segment_bytes(name, k, SIZE):
+                            raise RuntimeError(f"{url}: {status}, {len(data)} bytes")
+                        received[i] += len(data)
+            except Exception as e:  # reported by the caller's thread
+                errors.append(e)
+        threads = [threading.Thread(target=player, args=(i,), daemon=True) for i in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(PLAYER_TIMEOUT)
+        if errors or any(t.is_alive() for t in threads):
+            raise errors[0] if errors else RuntimeError("live players still running")
+        sent = origin_bytes(origin_port, name, timeout=60)
+    return sum(received), sent, sum(redirects), [t for ts in times for t in ts]
 
 
 def run(swarmgate, python, rows, row):
@@ -258,6 +322,8 @@ def run(swarmgate, python, rows, row):
                             f"{times[0] / cdn_times[0]:.2f}x CDN", "-", True)
                 if not rtt:
                     leaving(swarmgate, tmp, secret_file, origin_port, where, row)
+                else:
+                    live(swarmgate, tmp, secret_file, origin_port, where, row)
                 failed = False
             finally:
                 origin.stop(kill=failed)
@@ -273,6 +339,19 @@ def leaving(swarmgate, tmp, secret_file, origin_port, where, row):
             offload, ideal = 1 - sent / received, 1 - 1 / n
             row(f"viewers who leave early: {n} nodes, each player watches {WATCHED} of {LONG_SEGMENTS} segments, {where}{label}",
                 f"{offload:.2f} ({sent / 1e6:.1f} of {received / 1e6:.1f} MB from the origin)",
+                f"{ideal:.2f} ideal (1 - 1/{n})", f"{offload / ideal:.2f}x ideal", "-", True)
+
+
+def live(swarmgate, tmp, secret_file, origin_port, where, row):
+    """A live stream's offload, and its players sent to the origin, with and without the
+    newest segments prepared as nodes read the playlist."""
+    for n in NODE_COUNTS:
+        for label, flags in LIVE_VARIANTS:
+            received, sent, redirects, times = live_run(swarmgate, tmp, secret_file, origin_port, n, flags)
+            offload, ideal = 1 - sent / received, 1 - 1 / n
+            row(f"live: {n} nodes at the live edge, {LIVE_STEPS} new segments, {where}{label}",
+                f"{offload:.2f} ({sent / 1e6:.1f} of {received / 1e6:.1f} MB from the origin; {redirects} players' segments "
+                f"sent there; p95 segment {p95(times) * 1000:.0f} ms)",
                 f"{ideal:.2f} ideal (1 - 1/{n})", f"{offload / ideal:.2f}x ideal", "-", True)
 
 
