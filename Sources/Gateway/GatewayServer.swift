@@ -68,8 +68,9 @@ public struct GatewayServer: Sendable {
             let host = LocalRegistryHost(node: node, seedPeerID: peerID, wait: c.originIdleTimeout, publicURL: { responder.currentPublicURL })
             let tracker = SwarmTracker(
                 appID: credentials.appID, secret: credentials.secret, messagesPerSecond: c.nodeMessageRate, host: host, logger: logger)
-            node.prepareQueue.onFinished { ref in tracker.preparationEnded(ref) }
-            node.onCopyDropped { key, checksums in tracker.copyDropped(key.id, copy: checksums.fingerprint) }
+            // Weak: the tracker holds the node (its host), which holds these.
+            node.prepareQueue.onFinished { [weak tracker] ref in tracker?.preparationEnded(ref) }
+            node.onCopyDropped { [weak tracker] key, checksums in tracker?.copyDropped(key.id, copy: checksums.fingerprint) }
             responder.attach(tracker)
             services.append(SilentSessionSweeper(tracker: tracker))
             embedded = tracker
@@ -158,6 +159,11 @@ struct LocalRegistryHost: TrackerHost {
     func recheck(_ ref: ObjectRef, piece: Int) async {
         guard Self.names(ref) else { return }
         await node.recheck(ref, piece: piece)
+    }
+
+    func auditable(_ objectID: String, piece: Int) -> Bool {
+        guard let checksums = node.registry.ready(id: objectID)?.checksums else { return false }
+        return piece >= 0 && piece < checksums.layout.count
     }
 
     func audit(_ objectID: String, piece: Int, holderURL: String, requester: String, token: String) async -> AuditVerdict {

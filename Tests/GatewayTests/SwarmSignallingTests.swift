@@ -186,20 +186,39 @@ final class SwarmSignallingTests {
 /// One WebSocket conversation with a tracker: sends `send` in order, collects `replies` text
 /// messages (or fewer, if the tracker closes), then holds the connection for `hold`.
 enum WSExchange {
+    /// Sends `send`, collects `replies` answers and holds the connection `hold` longer. Fewer
+    /// answers than asked for within `timeout`: the connection is given up and what came is
+    /// returned (the tracker does not end a silent session by itself).
     static func run(
-        _ url: String, send: [SwarmMessage], replies: Int, hold: Duration = .zero, onReplies: @escaping @Sendable () -> Void = {}
+        _ url: String, send: [SwarmMessage], replies: Int, hold: Duration = .zero, timeout: Duration = .seconds(30),
+        onReplies: @escaping @Sendable () -> Void = {}
     ) async throws -> [SwarmMessage] {
-        let got = Mutex<[SwarmMessage]>([])
+        let got = Received()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await exchange(url, send: send, replies: replies, hold: hold, onReplies: onReplies, into: got) }
+            group.addTask { try await Task.sleep(for: timeout + hold) }
+            _ = try await group.next()
+            group.cancelAll()
+        }
+        return got.messages.withLock { $0 }
+    }
+
+    private final class Received: Sendable {
+        let messages = Mutex<[SwarmMessage]>([])
+    }
+
+    private static func exchange(
+        _ url: String, send: [SwarmMessage], replies: Int, hold: Duration, onReplies: @escaping @Sendable () -> Void, into got: Received
+    ) async throws {
         try await WebSocketClient.connect(url: url, logger: Logger(label: "test")) { inbound, outbound, _ in
             for m in send { try await outbound.write(.text(m.json)) }
             var messages = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
-            while got.withLock({ $0.count }) < replies, let message = try await messages.next() {
-                if case .text(let text) = message, let m = SwarmMessage(json: text) { got.withLock { $0.append(m) } }
+            while got.messages.withLock({ $0.count }) < replies, let message = try await messages.next() {
+                if case .text(let text) = message, let m = SwarmMessage(json: text) { got.messages.withLock { $0.append(m) } }
             }
             onReplies()
             try await Task.sleep(for: hold)
             try await outbound.close(.normalClosure, reason: nil)
         }
-        return got.withLock { $0 }
     }
 }

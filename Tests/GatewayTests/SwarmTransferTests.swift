@@ -355,6 +355,14 @@ final class SwarmTransferTests {
         // gets the new copy too, not the old one A held.
         let a = try await Live.whenReady(try await segment1(portA), timeout: .seconds(20))
         #expect(a.status == 200 && a.body == renewed, "A serves the new copy")
+        // A node away while it happened, that announces the object, is told too.
+        let away = LoginProof.sign(appID: "swarmgate", peerID: "away", secret: Self.secret)
+        let id = Self.objectIDs(name, originPort: originPort, segments: 3)[1]
+        let replies = try await WSExchange.run(
+            "ws://127.0.0.1:\(swarm.trackerPort)/swarm/v1/ws", send: [.login(away, url: "http://10.9.9.9:8080"), .have([id]), SwarmMessage(type: "ping")],
+            replies: 3, hold: .seconds(1))
+        let dropped = replies.first { $0.type == "dropped" }
+        #expect(dropped?.object == id && dropped?.copy?.count == 16, "\(replies)")
     }
 
     /// A live playlist's newest segments are prepared as nodes read it, before its players
@@ -704,8 +712,14 @@ final class SwarmTransferTests {
             return m
         }
         let ids = Self.objectIDs(name, originPort: originPort, segments: segments)
+        var selfReport = report(ids[2], piece: 0)
+        selfReport.peerId = "accuser"
+        // Audited: one report per object. Not: the same one again, one without a piece, one of
+        // a piece the object does not have, one of an object not ready, one of the reporter itself.
         let sent = [SwarmMessage.login(LoginProof.sign(appID: "swarmgate", peerID: "accuser", secret: Self.secret), url: "http://10.9.9.9:8080")]
-            + ids.map { report($0, piece: 0) } + [report(ids[0], piece: 0), report(ids[1], piece: nil), SwarmMessage(type: "ping")]
+            + ids.map { report($0, piece: 0) }
+            + [report(ids[0], piece: 0), report(ids[1], piece: nil), report(ids[1], piece: 99), report("no-such-object", piece: 0), selfReport]
+            + [SwarmMessage(type: "ping")]
         let replies = try await WSExchange.run("ws://127.0.0.1:\(trackerPort)/swarm/v1/ws", send: sent, replies: 2, hold: .seconds(1))
         #expect(replies.map(\.type) == ["welcome", "pong"])
         let deadline = ContinuousClock.now + .seconds(10)
@@ -714,7 +728,8 @@ final class SwarmTransferTests {
         try await Task.sleep(for: .milliseconds(300))
         #expect(disproved() == segments, "one audit per object: \(t.stderr)")
         #expect(!t.stderr.contains("bad piece confirmed"))
-        #expect(t.stderr.matches(of: #/bad piece reported/#).count == segments + 2)
+        #expect(t.stderr.matches(of: #/bad piece reported/#).count == segments + 5)
+        #expect(t.stderr.matches(of: #/audit=queued/#).count == segments, "\(t.stderr)")
         let peers = try await HTTP.get("http://127.0.0.1:\(trackerPort)/peers")
         #expect(peers.text.contains(accused), "the accused is still in the swarm: \(peers.text)")
         // And still a holder: a new node's player gets A's pieces.

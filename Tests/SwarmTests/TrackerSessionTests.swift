@@ -35,6 +35,22 @@ struct TrackerSessionTests {
         return (c, run)
     }
 
+    /// Where a node serves pieces is a URL that piece paths can be appended to: others are
+    /// refused at login (every node, and the tracker's audits, would fetch from them).
+    @Test func aLoginWhosePeerURLIsNotAPlainHTTPURLIsRefused() async throws {
+        let tracker = SwarmTracker(appID: "app", secret: Self.secret, logger: Logger(label: "test"))
+        for url in ["http://169.254.169.254/latest#", "http://x/?a=b", "http://user:pw@x", "file:///etc/passwd", "x", "http://"] {
+            let c = Connection()
+            let run = Task { await tracker.serve(c.inbound) { text in c.sent.withLock { $0.append(SwarmMessage(json: text)!) } } }
+            c.feed.yield(SwarmMessage.login(LoginProof.sign(appID: "app", peerID: "odd", secret: Self.secret), url: url).json)
+            #expect(await run.value == LoginRefusal.badURL.rawValue, "\(url)")
+            #expect(c.sent.withLock { $0.first?.type } == "refused")
+        }
+        #expect(tracker.peerIDs.isEmpty)
+        let (ok, _) = try await open(tracker, peer: "plain")
+        #expect(ok.sent.withLock { $0.first?.type } == "welcome")
+    }
+
     @Test func anExpiredSessionIsEndedAtItsNextMessage() async throws {
         let tracker = SwarmTracker(appID: "app", secret: Self.secret, heartbeat: .seconds(1), logger: Logger(label: "test"))
         let (c, run) = try await open(tracker, peer: "quiet")
@@ -107,6 +123,7 @@ struct TrackerSessionTests {
         func audit(_ objectID: String, piece: Int, holderURL: String, requester: String, token: String) async -> AuditVerdict {
             .inconclusive("not asked")
         }
+        func auditable(_ objectID: String, piece: Int) -> Bool { false }
         func release() { gate.signal() }
     }
 
@@ -183,6 +200,7 @@ struct TrackerSessionTests {
         func audit(_ objectID: String, piece: Int, holderURL: String, requester: String, token: String) async -> AuditVerdict {
             .inconclusive("not asked")
         }
+        func auditable(_ objectID: String, piece: Int) -> Bool { false }
     }
 
     static func ref(_ name: String) -> ObjectRef {

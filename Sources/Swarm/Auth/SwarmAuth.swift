@@ -51,6 +51,7 @@ public enum LoginRefusal: String, Error, Sendable {
     case stale = "timestamp outside the replay window"
     case replayed = "nonce already used"
     case banned = "peer banned for bad pieces"
+    case badURL = "the peer URL must be http(s)://HOST[:PORT][/PATH], with no user, query or fragment"
 }
 
 /// Accepts logins: right app, right signature, a timestamp within `window` of now, and a nonce

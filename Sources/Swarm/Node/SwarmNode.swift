@@ -632,9 +632,11 @@ public final class SwarmNode: Sendable {
     // MARK: audits
 
     /// A node reported that the holder at `holderURL` sent it a bad piece `index` of object
-    /// `objectID`: the same request is made again here, as the reporter made it (`requester`,
-    /// with a piece `token` the tracker made for it, so the holder cannot tell the two apart),
-    /// and its answer checked against the registry's checksum.
+    /// `objectID`: the same request is made again here, naming the reporter (`requester`,
+    /// with a piece `token` the tracker made for it), and its answer checked against the
+    /// registry's checksum. A holder that lies only to some requests could still tell the two
+    /// apart (by address, or as a repeat of a request it just answered) and answer this one
+    /// truly; that holder is not banned, but each node it lies to drops it for the object.
     public func audit(_ objectID: String, piece index: Int, holderURL: String, requester: String, token: String) async -> AuditVerdict {
         guard let checksums = registry.ready(id: objectID)?.checksums else { return .inconclusive("no checksums ready for the object") }
         guard index >= 0, index < checksums.layout.count else { return .inconclusive("no such piece") }

@@ -46,11 +46,15 @@ public final class ChecksumRegistry: Sendable {
 
     /// Records a change to `key`'s entry and writes it through.
     func update(_ key: ObjectKey, _ change: (inout RegistryEntry) -> Void) {
-        update([key]) { _, e in change(&e) }
+        update([key]) { _, e in
+            change(&e)
+            return true
+        }
     }
 
-    /// Records a change to each of `keys`' entries and writes them through in one go.
-    private func update(_ keys: [ObjectKey], _ change: (Int, inout RegistryEntry) -> Void) {
+    /// Records a change to each of `keys`' entries and writes them through in one go. An entry
+    /// whose `change` returns false is left as it was, in memory and on disk.
+    private func update(_ keys: [ObjectKey], _ change: (Int, inout RegistryEntry) -> Bool) {
         guard !keys.isEmpty else { return }
         let now = Date()
         let backlog = unsaved.withLock { u in
@@ -58,17 +62,19 @@ public final class ChecksumRegistry: Sendable {
             return u
         }
         let updated = entries.withLock { all -> [RegistryEntry] in
-            let changed = keys.enumerated().map { i, key in
+            let changed = keys.enumerated().compactMap { i, key -> RegistryEntry? in
                 var e = all[key.id] ?? RegistryEntry(key: key)
-                change(i, &e)
+                guard change(i, &e) else { return nil }
                 e.updated = now
                 all[key.id] = e
                 return e
             }
+            guard !changed.isEmpty || !backlog.isEmpty else { return [] }
             // Earlier changes whose write failed, as they are now.
             let ids = Set(keys.map(\.id))
             return changed + backlog.subtracting(ids).compactMap { all[$0] }
         }
+        guard !updated.isEmpty else { return }
         do {
             try storage.save(updated)
             writeFailures.succeeded()
@@ -82,6 +88,7 @@ public final class ChecksumRegistry: Sendable {
     func markPreparing(_ keys: [ObjectKey]) {
         update(keys) { _, e in
             if e.state != .ready { e.state = .preparing }
+            return true
         }
     }
 
@@ -107,6 +114,7 @@ public final class ChecksumRegistry: Sendable {
             e.lastModified = ready[i].lastModified
             e.contentType = ready[i].contentType
             e.error = nil
+            return true
         }
     }
 
@@ -131,11 +139,12 @@ public final class ChecksumRegistry: Sendable {
     /// the new copy that a preparation made ready meanwhile. Returns whether it dropped them.
     func drop(_ key: ObjectKey, ifCopy copy: PieceChecksums) -> Bool {
         var dropped = false
-        update(key) { e in
-            guard e.state == .ready, e.checksums == copy else { return }
+        update([key]) { _, e in
+            guard e.state == .ready, e.checksums == copy else { return false }
             e.state = .unknown
             e.checksums = nil
             dropped = true
+            return true
         }
         return dropped
     }

@@ -23,8 +23,13 @@ public final class SwarmTracker: Sendable {
         var sessions: [String: Session] = [:]
         /// Bad pieces proven against each peer by an audit.
         var offences: [String: Int] = [:]
-        /// When each (holder, object) was last audited.
+        /// When each (reporter, holder, object) was last audited.
         var audited: [String: ContinuousClock.Instant] = [:]
+        /// Audits waiting or running, by reporter.
+        var waitingAudits: [String: Int] = [:]
+        /// Copies the registry dropped lately, by object: a node that announces one of them
+        /// is told (it may hold that copy, having been away when the others were told).
+        var droppedCopies: [String: (copy: String, at: ContinuousClock.Instant)] = [:]
         var banned: Set<String> = []
         var nextConnection: UInt64 = 0
     }
@@ -169,6 +174,7 @@ public final class SwarmTracker: Sendable {
         } catch {
             return .failure(error)
         }
+        guard Self.isPeerURL(url) else { return .failure(.badURL) }
         if state.withLock({ $0.banned.contains(peer) }) { return .failure(.banned) }
         state.withLock { s in
             // A node that logs in again replaces its old session.
@@ -183,6 +189,15 @@ public final class SwarmTracker: Sendable {
         }
     }
 
+    /// Whether `url` can be where a node serves pieces: http or https to a host, with no user,
+    /// query or fragment (piece paths are appended to it, by every node and by audits).
+    static func isPeerURL(_ url: String) -> Bool {
+        guard let c = URLComponents(string: url), let scheme = c.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            let host = c.host, !host.isEmpty, c.user == nil, c.password == nil, c.query == nil, c.fragment == nil
+        else { return false }
+        return true
+    }
+
     /// Answers one message of a logged-in peer (nil: no answer).
     func handle(_ m: SwarmMessage, from peer: String) -> SwarmMessage? {
         state.withLock { s in s.sessions[peer]?.lastSeen = .now }
@@ -191,6 +206,7 @@ public final class SwarmTracker: Sendable {
             return SwarmMessage(type: "pong")
         case "have":
             state.withLock { s in s.sessions[peer]?.objects.formUnion(m.objects ?? []) }
+            tellDropped(m.objects ?? [], to: peer)
             // Objects just stored mean a player got there: read-ahead moves on. Everything a
             // node holds, announced at its login (`whole`), is mostly long played: a restarted
             // tracker would open a window past each of them for players long gone.
@@ -284,10 +300,17 @@ public final class SwarmTracker: Sendable {
 
     /// The registry dropped copy `copy` of object `objectID` (the origin's changed): no node
     /// counts as holding it any longer, and each that did is told, so that it drops the copy
-    /// too rather than serve it to its players (a node that announces the object again holds
-    /// the new copy).
+    /// too rather than serve it to its players. The copy is remembered for
+    /// `droppedCopyMemory`: a node that announces the object meanwhile (it was away, or its
+    /// `have` was on its way) is told too; one that holds the new copy keeps it.
     public func copyDropped(_ objectID: String, copy: String) {
+        let now = ContinuousClock.now
         let holders = state.withLock { s -> [@Sendable (String) async throws -> Void] in
+            if s.droppedCopies.count >= Self.maxDroppedCopies {
+                s.droppedCopies = s.droppedCopies.filter { now - $0.value.at < Self.droppedCopyMemory }
+                if s.droppedCopies.count >= Self.maxDroppedCopies { s.droppedCopies.removeAll() }
+            }
+            s.droppedCopies[objectID] = (copy, now)
             var found: [@Sendable (String) async throws -> Void] = []
             for (peer, session) in s.sessions where session.objects.contains(objectID) {
                 s.sessions[peer]?.objects.remove(objectID)
@@ -295,12 +318,33 @@ public final class SwarmTracker: Sendable {
             }
             return found
         }
-        guard !holders.isEmpty else { return }
+        let text = Self.dropped(objectID, copy: copy)
+        for send in holders { Task { try? await send(text) } }
+    }
+
+    /// How long a dropped copy is told to nodes that announce its object, and how many are kept.
+    static let droppedCopyMemory: Duration = .seconds(3600)
+    static let maxDroppedCopies = 4096
+
+    static func dropped(_ objectID: String, copy: String) -> String {
         var m = SwarmMessage(type: "dropped")
         m.object = objectID
         m.copy = copy
-        let text = m.json
-        for send in holders { Task { try? await send(text) } }
+        return m.json
+    }
+
+    /// Tells `peer`, which announced `objects`, of the copies of them the registry dropped lately.
+    private func tellDropped(_ objects: [String], to peer: String) {
+        let now = ContinuousClock.now
+        let (send, told) = state.withLock { s -> ((@Sendable (String) async throws -> Void)?, [String]) in
+            guard !s.droppedCopies.isEmpty else { return (nil, []) }
+            let told = objects.compactMap { id in
+                s.droppedCopies[id].flatMap { now - $0.at < Self.droppedCopyMemory ? Self.dropped(id, copy: $0.copy) : nil }
+            }
+            return (s.sessions[peer]?.send, told)
+        }
+        guard let send, !told.isEmpty else { return }
+        Task { for text in told { try? await send(text) } }
     }
 
     /// A `sums` without a request id: unasked checksums of objects `peer` asked to prepare, one
@@ -376,24 +420,54 @@ public final class SwarmTracker: Sendable {
 
     /// A node says `bad` sent it a bad piece. A report is no proof: the node could be wrong,
     /// or lie to have an honest peer banned. So the registry asks `bad` for that piece itself,
-    /// as the reporter did (`audit`); only bytes that fail the check count against it. A report
-    /// that names no piece, names the seed (it sends only pieces it verified), or names a
-    /// holder and object audited within `auditInterval` is logged and dropped.
+    /// naming the reporter (`audit`); only bytes that fail the check count against it. Until
+    /// then `bad` is not handed out as a holder of the object. A report is logged and
+    /// dropped if it names the reporter itself, the seed (it sends only pieces it verified),
+    /// no piece of a ready object, or a report this reporter made of the same holder and
+    /// object within `auditInterval`, or if the reporter has `maxAuditsPerReporter` waiting.
     func report(_ bad: String, object: String, piece: Int?, by reporter: String) {
         let now = ContinuousClock.now
-        let queued = state.withLock { s -> Report? in
-            guard let piece, piece >= 0, bad != host?.seedPeerID, let url = s.sessions[bad]?.url else { return nil }
-            let pair = "\(bad) \(object)"
-            if s.audited.count >= 4096 { s.audited = s.audited.filter { now - $0.value < Self.auditInterval } }
-            guard s.audited.count < 4096, s.audited[pair].map({ now - $0 >= Self.auditInterval }) ?? true else { return nil }
-            s.audited[pair] = now
-            return Report(holder: bad, holderURL: url, object: object, piece: piece, reporter: reporter)
+        var queued = false
+        if let host, let piece, bad != reporter, bad != host.seedPeerID, host.auditable(object, piece: piece) {
+            let report = state.withLock { s -> Report? in
+                let key = "\(reporter) \(bad) \(object)"
+                if s.audited.count >= Self.maxAudited { s.audited = s.audited.filter { now - $0.value < Self.auditInterval } }
+                if s.audited.count >= Self.maxAudited { s.audited.removeAll() }
+                guard let url = s.sessions[bad]?.url, s.audited[key].map({ now - $0 >= Self.auditInterval }) ?? true,
+                    s.waitingAudits[reporter, default: 0] < Self.maxAuditsPerReporter
+                else { return nil }
+                s.audited[key] = now
+                s.waitingAudits[reporter, default: 0] += 1
+                s.sessions[bad]?.objects.remove(object)
+                return Report(holder: bad, holderURL: url, object: object, piece: piece, reporter: reporter)
+            }
+            if let report {
+                if case .enqueued = audits.yield(report) {
+                    queued = true
+                } else {
+                    auditEnded(report, holds: true)
+                }
+            }
         }
-        let audited = queued.map { if case .enqueued = audits.yield($0) { true } else { false } } ?? false
         logger.warning("bad piece reported", metadata: [
             "peer": "\(bad)", "object": "\(object)", "piece": "\(piece.map(String.init) ?? "-")", "by": "\(reporter)",
-            "audit": "\(audited ? "queued" : "none")",
+            "audit": "\(queued ? "queued" : "none")",
         ])
+    }
+
+    /// Keys of recent audits kept, at most.
+    static let maxAudited = 4096
+    /// Audits one reporter may have waiting at once.
+    static let maxAuditsPerReporter = 4
+
+    /// An audit of `report` ended (or was never run): the reporter may report again, and the
+    /// holder counts as holding the object again if `holds`.
+    private func auditEnded(_ report: Report, holds: Bool) {
+        state.withLock { s in
+            s.waitingAudits[report.reporter, default: 1] -= 1
+            if s.waitingAudits[report.reporter] ?? 0 <= 0 { s.waitingAudits[report.reporter] = nil }
+            if holds { s.sessions[report.holder]?.objects.insert(report.object) }
+        }
     }
 
     /// Asks the holder a report names for the piece, as the reporter did, and holds bad bytes
@@ -403,11 +477,12 @@ public final class SwarmTracker: Sendable {
         let expiry = Int64(Date().timeIntervalSince1970) + 60
         let token = PieceToken(requester: report.reporter, holder: report.holder, objectID: report.object, expiry: expiry).encoded(secret: secret)
         let verdict = await host.audit(report.object, piece: report.piece, holderURL: report.holderURL, requester: report.reporter, token: token)
+        if case .bad = verdict {} else { auditEnded(report, holds: true) }
         var metadata: Logger.Metadata = ["peer": "\(report.holder)", "object": "\(report.object)", "piece": "\(report.piece)", "by": "\(report.reporter)"]
         switch verdict {
         case .bad(let why):
+            auditEnded(report, holds: false)
             let banned = state.withLock { s -> Bool in
-                s.sessions[report.holder]?.objects.remove(report.object)
                 s.offences[report.holder, default: 0] += 1
                 guard s.offences[report.holder]! >= banAfter else { return false }
                 s.banned.insert(report.holder)
@@ -488,6 +563,8 @@ public protocol TrackerHost: Sendable {
     /// Asks the holder at `holderURL` for piece `piece` of object `objectID` as `requester`
     /// did (with `token`, made for it) and checks the bytes against the registry's checksum.
     func audit(_ objectID: String, piece: Int, holderURL: String, requester: String, token: String) async -> AuditVerdict
+    /// Whether piece `piece` of object `objectID` can be audited: its checksums are ready here.
+    func auditable(_ objectID: String, piece: Int) -> Bool
 }
 
 /// What asking a reported peer for the piece again showed.
