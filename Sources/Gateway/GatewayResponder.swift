@@ -308,7 +308,8 @@ public final class GatewayResponder: HTTPResponder {
                 let playlist = proxy.xresid.value + " " + effective.authority + effective.path
                 let vod = Self.isVOD(body)
                 let readAhead = vod && queuedPlaylists.claim(playlist)
-                let liveTail = !vod && configuration.readAhead != .zero && liveRefreshes.claim(playlist)
+                // Renditions may differ by query only (`live.m3u8?v=hi`).
+                let liveTail = !vod && configuration.readAhead != .zero && liveRefreshes.claim(playlist + "?" + (effective.query ?? ""))
                 let options = hlsOptions(proxy, collectReferences: readAhead || liveTail)
                 let result = try HLSRewriter(playlistURL: effective, options: options).rewrite(body)
                 if result.kind == .master, !result.variables.isEmpty { variables.set(proxy.xresid.value, result.variables) }
@@ -401,40 +402,27 @@ public final class GatewayResponder: HTTPResponder {
         prepareAhead(mediaObjects(references, xresid: xresid, playlistQuery: playlistQuery))
     }
 
-    /// Queues the newest segments of a live playlist for preparation, each once, before its
-    /// players ask for them: those that start within three target durations of its end, where
-    /// players start (RFC 8216bis 6.3.3) and which they fetch next, and the init section they
-    /// need. Every player of a new segment is then served from the swarm, none sent to the
-    /// origin while the first one's request prepares it. Older segments (a long live or event
-    /// playlist's past) are prepared only when a player asks.
+    /// Queues the newest segments of a live playlist for preparation, each once, as the node
+    /// reads it (`LiveTail`): a new segment's preparation starts with the first node that sees
+    /// it, not with its first player's request, and with `--await-preparation` no player of
+    /// it is sent to the origin. Older segments (a long live or event playlist's past) are
+    /// prepared only when a player asks.
     func prepareLiveTail(_ references: [HLSReference], xresid: XResID, playlistQuery: String?) {
         let listed = references.filter { $0.role == .segment || $0.role == .map }
-        let target = listed.lazy.compactMap(\.duration).max() ?? 0
-        // From the end: segments until they span three target durations, then the init
-        // section that the first of them plays with (the nearest one above it).
-        var tail: [HLSReference] = []
-        var seconds = 0.0
-        var segments = 0
-        var spanned: Bool { (target > 0 && seconds >= 3 * target) || segments >= Self.liveTailSegments }
-        for r in listed.reversed() {
-            if r.role == .map {
-                tail.append(r)
-                if spanned { break }
-            } else if !spanned {
-                tail.append(r)
-                seconds += r.duration ?? 0
-                segments += 1
-            }
-        }
-        let objects = mediaObjects(tail.reversed(), xresid: xresid, playlistQuery: playlistQuery).filter { liveQueued.claim($0.key.id) }
+        let tail = LiveTail.of(listed, isInitialization: { $0.role == .map }, duration: \.duration)
+        prepareLiveTail(mediaObjects(tail, xresid: xresid, playlistQuery: playlistQuery))
+    }
+
+    /// Queues the objects of a live tail for preparation, each one once (not while the tracker
+    /// is away: they would be dropped, and not queued again when it is back).
+    func prepareLiveTail(_ tail: [(key: ObjectKey, url: String, duration: Double?)]) {
+        guard node.preparesNow else { return }
+        let objects = tail.filter { liveQueued.claim($0.key.id) }
         guard !objects.isEmpty else { return }
         let refs = objects.map { ObjectRef(key: $0.key, url: $0.url, duration: $0.duration) }
         let node = node
         Task.detached(priority: .utility) { node.prepareAhead(refs, whole: true) }
     }
-
-    /// Segments of a live playlist's tail, at most (when durations are missing or tiny).
-    static let liveTailSegments = 8
 
     /// Queues a list's objects (in playback order) for preparation, in the background;
     /// `prefetchFirst`: in a swarm, its first segments are fetched from peers now.

@@ -3,6 +3,7 @@ import Logging
 import PieceStore
 import TestScratch
 @testable import Swarm
+import Synchronization
 import Testing
 
 /// The checksum registry over a real SQLite file: dropping a copy whose origin copy changed.
@@ -45,5 +46,44 @@ struct ChecksumRegistryTests {
         #expect(!registry.drop(key, ifCopy: old))
         #expect(registry.checksums(key) == new)
         #expect(try self.registry().checksums(key) == new, "as written")
+    }
+
+    /// The registry's SQLite file with saves that fail while `failing` is set: a disk that
+    /// fails for a moment, which a real one cannot be made to do on demand.
+    final class FlakyStorage: RegistryStorage {
+        let file: SQLiteRegistryStorage
+        let failing = Atomic<Bool>(false)
+
+        init(_ file: SQLiteRegistryStorage) { self.file = file }
+
+        func loadEntries() throws(RegistryError) -> [RegistryEntry] { try file.loadEntries() }
+        func save(_ entries: [RegistryEntry]) throws(RegistryError) {
+            if failing.load(ordering: .sequentiallyConsistent) { throw RegistryError("disk failed (test)") }
+            try file.save(entries)
+        }
+        func loadJobs() throws(RegistryError) -> [PrepareJob] { try file.loadJobs() }
+        func save(jobs: [PrepareJob]) throws(RegistryError) { try file.save(jobs: jobs) }
+        func deleteJobs(_ ids: [String]) throws(RegistryError) { try file.deleteJobs(ids) }
+        func loadPlaylists() throws(RegistryError) -> [(name: String, refs: [ObjectRef])] { try file.loadPlaylists() }
+        func savePlaylist(_ playlist: (name: String, refs: [ObjectRef])?, dropping dropped: [String]) throws(RegistryError) {
+            try file.savePlaylist(playlist, dropping: dropped)
+        }
+        func ping() throws(RegistryError) { try file.ping() }
+    }
+
+    /// A change whose write failed is written with the next one, even when that next one
+    /// changes nothing (a late drop of the old copy): the file never goes back to the old copy.
+    @Test func aChangeWhoseWriteFailedIsWrittenWithTheNextEvenIfThatChangesNothing() throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let storage = FlakyStorage(try SQLiteRegistryStorage(path: folder + "/registry.sqlite"))
+        let registry = try ChecksumRegistry(storage: storage, logger: Logger(label: "test"))
+        let (old, new) = (checksums(1), checksums(2))
+        registry.markReady(key, checksums: old, etag: nil, lastModified: nil, contentType: nil)
+        storage.failing.store(true, ordering: .sequentiallyConsistent)
+        registry.markReady(key, checksums: new, etag: nil, lastModified: nil, contentType: nil)
+        #expect(try self.registry().checksums(key) == old, "the write failed")
+        storage.failing.store(false, ordering: .sequentiallyConsistent)
+        #expect(!registry.drop(key, ifCopy: old))
+        #expect(try self.registry().checksums(key) == new, "written with the drop that changed nothing")
     }
 }

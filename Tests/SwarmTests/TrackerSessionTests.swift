@@ -39,7 +39,7 @@ struct TrackerSessionTests {
     /// refused at login (every node, and the tracker's audits, would fetch from them).
     @Test func aLoginWhosePeerURLIsNotAPlainHTTPURLIsRefused() async throws {
         let tracker = SwarmTracker(appID: "app", secret: Self.secret, logger: Logger(label: "test"))
-        for url in ["http://169.254.169.254/latest#", "http://x/?a=b", "http://user:pw@x", "file:///etc/passwd", "x", "http://"] {
+        for url in ["http://x/latest#", "http://x/?a=b", "http://user:pw@x", "file:///etc/passwd", "x", "http://"] {
             let c = Connection()
             let run = Task { await tracker.serve(c.inbound) { text in c.sent.withLock { $0.append(SwarmMessage(json: text)!) } } }
             c.feed.yield(SwarmMessage.login(LoginProof.sign(appID: "app", peerID: "odd", secret: Self.secret), url: url).json)
@@ -261,5 +261,112 @@ struct TrackerSessionTests {
         try await Task.sleep(for: .milliseconds(100))
         #expect(host.prepared.withLock { $0.count } == 65)
         c.feed.finish()
+    }
+
+    /// A tracker host whose audits wait until the test gives their verdict: an audit that
+    /// takes a while, with the holder announcing and losing objects meanwhile (a real holder
+    /// cannot be held mid-answer on demand).
+    final class AuditHost: TrackerHost {
+        let seedPeerID = "seed"
+        let seedURL = "http://127.0.0.1:9"
+        let verdicts: AsyncStream<AuditVerdict>
+        let verdict: AsyncStream<AuditVerdict>.Continuation
+        let asked = Atomic<Int>(0)
+
+        init() { (verdicts, verdict) = AsyncStream.makeStream(of: AuditVerdict.self) }
+
+        func holds(_ objectID: String) -> Bool { false }
+        func checksums(_ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool, readyWithin: Duration) async -> ChecksumAnswer {
+            ChecksumAnswer(state: .preparing)
+        }
+        func reached(_ objectIDs: [String], remember: Bool) -> [ObjectRef] { [] }
+        func prepare(_ refs: [ObjectRef], whole: Bool) -> [ObjectRef] { [] }
+        func readyAnswer(_ ref: ObjectRef) -> ChecksumAnswer? { nil }
+        func recheck(_ ref: ObjectRef, piece: Int) async {}
+        func audit(_ objectID: String, piece: Int, holderURL: String, requester: String, token: String) async -> AuditVerdict {
+            asked.add(1, ordering: .sequentiallyConsistent)
+            var next = verdicts.makeAsyncIterator()
+            return await next.next() ?? .inconclusive("test ended")
+        }
+        func auditable(_ objectID: String, piece: Int) -> Bool { piece == 0 }
+    }
+
+    /// A peer reported for an object is not handed out for it while its audit waits or runs,
+    /// not even after it logs in again, and for `maxSuspension` at most. After an audit that
+    /// finds the piece intact it is handed out again, unless it lost the object meanwhile;
+    /// after one that finds it bad it is not.
+    @Test func aReportedPeerIsHandedOutAgainOnlyIfItsAuditFindsNothingAndItStillHoldsTheObject() async throws {
+        let host = AuditHost()
+        let tracker = SwarmTracker(appID: "app", secret: Self.secret, host: host, logger: Logger(label: "test"))
+        var (holder, _) = try await open(tracker, peer: "holder")
+        let (reporter, _) = try await open(tracker, peer: "reporter")
+        var rid = 0
+        func holders(of object: String) async throws -> [String] {
+            rid += 1
+            var want = SwarmMessage(type: "want")
+            want.object = object
+            want.rid = rid
+            let before = reporter.sent.withLock { $0.count }
+            reporter.feed.yield(want.json)
+            try await reporter.waitFor(before + 1)
+            return reporter.sent.withLock { $0.last?.peers?.map(\.peerId) ?? [] }
+        }
+        // Returns once the audit of the report has begun (audits run one at a time: the
+        // one before it has ended).
+        func report(_ object: String) async throws {
+            let asked = host.asked.load(ordering: .sequentiallyConsistent)
+            var m = SwarmMessage(type: "report")
+            m.peerId = "holder"
+            m.object = object
+            m.piece = 0
+            reporter.feed.yield(m.json)
+            let deadline = ContinuousClock.now + .seconds(10)
+            while host.asked.load(ordering: .sequentiallyConsistent) == asked {
+                guard ContinuousClock.now < deadline else { throw CancellationError() }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        func announce(_ type: String, _ objects: [String], whole: Bool = false) async throws {
+            var m = SwarmMessage(type: type)
+            m.objects = objects
+            if whole { m.whole = true }
+            let before = holder.sent.withLock { $0.count }
+            holder.feed.yield(m.json)
+            holder.feed.yield(SwarmMessage(type: "ping").json)
+            try await holder.waitFor(before + 1)
+        }
+        try await announce("have", ["kept", "lost", "bad"])
+        #expect(try await holders(of: "kept") == ["holder"])
+
+        try await report("kept")
+        #expect(try await holders(of: "kept").isEmpty, "not handed out while audited")
+        #expect(try await holders(of: "lost") == ["holder"], "only for the object reported")
+        // It logs in again meanwhile and announces all it holds: still not handed out.
+        holder.feed.finish()
+        (holder, _) = try await open(tracker, peer: "holder")
+        try await announce("have", ["kept", "lost", "bad"], whole: true)
+        #expect(try await holders(of: "kept").isEmpty, "not handed out while audited, after a new login")
+        host.verdict.yield(.intact)
+
+        try await report("lost")
+        #expect(try await holders(of: "kept") == ["holder"], "the audit found the piece intact")
+        try await announce("lost", ["lost"])
+        host.verdict.yield(.intact)
+        try await report("bad")
+        host.verdict.yield(.bad("checksum"))
+        try await report("never")
+        #expect(try await holders(of: "lost").isEmpty, "it lost the object during the audit")
+        #expect(try await holders(of: "bad").isEmpty, "its piece was bad")
+        #expect(try await holders(of: "kept") == ["holder"])
+
+        // An audit that takes long (stuck behind others) keeps the holder out for at most
+        // `maxSuspension`.
+        try await announce("have", ["never"])
+        #expect(try await holders(of: "never").isEmpty)
+        try await Task.sleep(for: SwarmTracker.maxSuspension + .milliseconds(200))
+        #expect(try await holders(of: "never") == ["holder"], "handed out again while its audit still waits")
+        host.verdict.finish()
+        holder.feed.finish()
+        reporter.feed.finish()
     }
 }

@@ -250,6 +250,10 @@ public final class SwarmNode: Sendable {
         return ChecksumAnswer(head: head)
     }
 
+    /// Whether objects asked for now would be prepared: false while the tracker is away
+    /// (a `whole` prepare is then dropped).
+    public var preparesNow: Bool { link?.isConnected ?? true }
+
     /// Queues a playlist's objects for preparation ahead of players, in order: at the
     /// tracker's registry when the node has one, else here. Read-ahead prepares those within
     /// the registry's window ahead of the objects players reach (`readAhead`); `whole`

@@ -70,9 +70,9 @@ public final class ChecksumRegistry: Sendable {
                 return e
             }
             guard !changed.isEmpty || !backlog.isEmpty else { return [] }
-            // Earlier changes whose write failed, as they are now.
-            let ids = Set(keys.map(\.id))
-            return changed + backlog.subtracting(ids).compactMap { all[$0] }
+            // Earlier changes whose write failed, as they are now (those changed again are
+            // in `changed`; those left as they were still need writing).
+            return changed + backlog.subtracting(changed.map(\.key.id)).compactMap { all[$0] }
         }
         guard !updated.isEmpty else { return }
         do {

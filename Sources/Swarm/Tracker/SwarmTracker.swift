@@ -27,9 +27,12 @@ public final class SwarmTracker: Sendable {
         var audited: [String: ContinuousClock.Instant] = [:]
         /// Audits waiting or running, by reporter.
         var waitingAudits: [String: Int] = [:]
+        /// Holders not handed out for an object while reports of them wait for their audits,
+        /// by `suspensionKey`: how many audits, and since when (`maxSuspension`).
+        var suspended: [String: (audits: Int, since: ContinuousClock.Instant)] = [:]
         /// Copies the registry dropped lately, by object: a node that announces one of them
         /// is told (it may hold that copy, having been away when the others were told).
-        var droppedCopies: [String: (copy: String, at: ContinuousClock.Instant)] = [:]
+        var droppedCopies: [String: (copies: [String], at: ContinuousClock.Instant)] = [:]
         var banned: Set<String> = []
         var nextConnection: UInt64 = 0
     }
@@ -310,7 +313,9 @@ public final class SwarmTracker: Sendable {
                 s.droppedCopies = s.droppedCopies.filter { now - $0.value.at < Self.droppedCopyMemory }
                 if s.droppedCopies.count >= Self.maxDroppedCopies { s.droppedCopies.removeAll() }
             }
-            s.droppedCopies[objectID] = (copy, now)
+            // The last few (a copy that changed twice while a node was away: it holds the first).
+            let earlier = s.droppedCopies[objectID].map { now - $0.at < Self.droppedCopyMemory ? $0.copies : [] } ?? []
+            s.droppedCopies[objectID] = (Array((earlier.filter { $0 != copy } + [copy]).suffix(Self.droppedCopiesPerObject)), now)
             var found: [@Sendable (String) async throws -> Void] = []
             for (peer, session) in s.sessions where session.objects.contains(objectID) {
                 s.sessions[peer]?.objects.remove(objectID)
@@ -325,6 +330,7 @@ public final class SwarmTracker: Sendable {
     /// How long a dropped copy is told to nodes that announce its object, and how many are kept.
     static let droppedCopyMemory: Duration = .seconds(3600)
     static let maxDroppedCopies = 4096
+    static let droppedCopiesPerObject = 4
 
     static func dropped(_ objectID: String, copy: String) -> String {
         var m = SwarmMessage(type: "dropped")
@@ -338,8 +344,8 @@ public final class SwarmTracker: Sendable {
         let now = ContinuousClock.now
         let (send, told) = state.withLock { s -> ((@Sendable (String) async throws -> Void)?, [String]) in
             guard !s.droppedCopies.isEmpty else { return (nil, []) }
-            let told = objects.compactMap { id in
-                s.droppedCopies[id].flatMap { now - $0.at < Self.droppedCopyMemory ? Self.dropped(id, copy: $0.copy) : nil }
+            let told = objects.flatMap { id in
+                s.droppedCopies[id].map { now - $0.at < Self.droppedCopyMemory ? $0.copies.map { Self.dropped(id, copy: $0) } : [] } ?? []
             }
             return (s.sessions[peer]?.send, told)
         }
@@ -397,8 +403,12 @@ public final class SwarmTracker: Sendable {
     /// Up to `peersPerWant` holders of `object` other than `requester`, least handed out first.
     func peers(holding object: String, for requester: String) -> [SwarmPeer] {
         let expiry = Int64(Date().timeIntervalSince1970) + 60
+        let now = ContinuousClock.now
         let chosen = state.withLock { s -> [(String, String)] in
-            let holders = s.sessions.filter { $0.key != requester && !s.banned.contains($0.key) && $0.value.objects.contains(object) }
+            let holders = s.sessions.filter { id, session in
+                id != requester && !s.banned.contains(id) && session.objects.contains(object)
+                    && s.suspended[Self.suspensionKey(id, object)].map { now - $0.since >= Self.maxSuspension } ?? true
+            }
                 .sorted { ($0.value.handouts, $0.key) < ($1.value.handouts, $1.key) }
                 .prefix(peersPerWant)
             for (id, _) in holders { s.sessions[id]?.handouts += 1 }
@@ -415,13 +425,18 @@ public final class SwarmTracker: Sendable {
 
     /// Reports waiting for their audit, at most (more are dropped).
     static let maxQueuedAudits = 64
-    /// How often one holder's piece of one object is audited, at most.
+    /// How often one reporter's reports of one holder and object are audited, at most.
     static let auditInterval: Duration = .seconds(10)
+    /// How long a reported holder is not handed out for the object, at most, while its audit
+    /// waits (behind others) or runs: reports cannot keep an honest holder out of the swarm.
+    public static let maxSuspension: Duration = .seconds(10)
+
+    static func suspensionKey(_ holder: String, _ object: String) -> String { holder + "\u{0}" + object }
 
     /// A node says `bad` sent it a bad piece. A report is no proof: the node could be wrong,
     /// or lie to have an honest peer banned. So the registry asks `bad` for that piece itself,
     /// naming the reporter (`audit`); only bytes that fail the check count against it. Until
-    /// then `bad` is not handed out as a holder of the object. A report is logged and
+    /// then (`maxSuspension` at most) `bad` is not handed out as a holder of the object. A report is logged and
     /// dropped if it names the reporter itself, the seed (it sends only pieces it verified),
     /// no piece of a ready object, or a report this reporter made of the same holder and
     /// object within `auditInterval`, or if the reporter has `maxAuditsPerReporter` waiting.
@@ -438,7 +453,7 @@ public final class SwarmTracker: Sendable {
                 else { return nil }
                 s.audited[key] = now
                 s.waitingAudits[reporter, default: 0] += 1
-                s.sessions[bad]?.objects.remove(object)
+                s.suspended[Self.suspensionKey(bad, object), default: (0, now)].audits += 1
                 return Report(holder: bad, holderURL: url, object: object, piece: piece, reporter: reporter)
             }
             if let report {
@@ -461,12 +476,16 @@ public final class SwarmTracker: Sendable {
     static let maxAuditsPerReporter = 4
 
     /// An audit of `report` ended (or was never run): the reporter may report again, and the
-    /// holder counts as holding the object again if `holds`.
+    /// holder is handed out for the object again once no audit of it waits, unless this one
+    /// found a bad piece (`holds` false: it no longer counts as holding the object).
     private func auditEnded(_ report: Report, holds: Bool) {
         state.withLock { s in
             s.waitingAudits[report.reporter, default: 1] -= 1
             if s.waitingAudits[report.reporter] ?? 0 <= 0 { s.waitingAudits[report.reporter] = nil }
-            if holds { s.sessions[report.holder]?.objects.insert(report.object) }
+            let key = Self.suspensionKey(report.holder, report.object)
+            s.suspended[key]?.audits -= 1
+            if s.suspended[key]?.audits ?? 0 <= 0 { s.suspended[key] = nil }
+            if !holds { s.sessions[report.holder]?.objects.remove(report.object) }
         }
     }
 
