@@ -30,6 +30,8 @@ public final class GatewayResponder: HTTPResponder {
     /// the live objects queued for preparation (each once).
     let liveRefreshes = RecentlyQueued(interval: .seconds(1))
     let liveQueued = RecentlyQueued(interval: .seconds(600))
+    /// The Representations of live MPDs that this node's players play.
+    let liveRepresentations = LiveRepresentations()
     /// VOD playlists' objects in playback order, for prefetching the next segments.
     let playOrder = PlayOrder()
     /// The public URL, fixed once the server is bound (see `GatewayConfiguration.publicURLIsDefault`).
@@ -322,13 +324,23 @@ public final class GatewayResponder: HTTPResponder {
                 output = result.output
                 contentType = "application/vnd.apple.mpegurl"
             case .dash:
-                output = try rewriteDASH(body, url: effective, xresid: proxy.xresid).output
-                // A static MPD's segments are queued as a VOD playlist's are (a dynamic one
-                // lists none). Listing a long MPD's segments takes tens of milliseconds
-                // (README): it is done after the answer, not before. A player's first segment
-                // that comes first opens the window when the list arrives.
-                if queuedPlaylists.claim(proxy.xresid.value + " " + effective.authority + effective.path) {
-                    let query = proxy.origin.query
+                let rewrite = try rewriteDASH(body, url: effective, xresid: proxy.xresid)
+                output = rewrite.output
+                // A static MPD's segments are queued as a VOD playlist's are, a dynamic one's
+                // live tails as a live playlist's are. Listing a long MPD's segments takes tens
+                // of milliseconds (README): it is done after the answer, not before. A
+                // player's first segment that comes first opens the window when the list arrives.
+                let mpd = proxy.xresid.value + " " + effective.authority + effective.path
+                let query = proxy.origin.query
+                if rewrite.isDynamic {
+                    if configuration.readAhead != .zero && liveRefreshes.claim(mpd + "?" + (effective.query ?? "")) {
+                        Task.detached(priority: .utility) { [self] in
+                            let now = Date().timeIntervalSince1970
+                            guard let listed = try? rewriteDASH(body, url: effective, xresid: proxy.xresid, collectSegments: true, now: now) else { return }
+                            prepareLiveTails(listed.segments, xresid: proxy.xresid, mpdQuery: query, mpd: mpd)
+                        }
+                    }
+                } else if queuedPlaylists.claim(mpd) {
                     Task.detached(priority: .utility) { [self] in
                         guard let listed = try? rewriteDASH(body, url: effective, xresid: proxy.xresid, collectSegments: true) else { return }
                         prepareAhead(listed.segments, xresid: proxy.xresid, mpdQuery: query)

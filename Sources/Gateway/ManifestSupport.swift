@@ -1,16 +1,19 @@
 import Manifest
+import Synchronization
 
 extension GatewayResponder {
     /// Rewrites an MPD fetched from `url` so that every URL a player derives from it comes back
     /// through this gateway with the stream's xresid; with `collectSegments`, a static MPD's
     /// Representations' segments come along, for read-ahead.
-    func rewriteDASH(_ body: [UInt8], url: OriginURL, xresid: XResID, collectSegments: Bool = false) throws(ManifestError) -> DASHRewrite {
+    /// `now`: the clock a dynamic MPD's live tails are listed against.
+    func rewriteDASH(_ body: [UInt8], url: OriginURL, xresid: XResID, collectSegments: Bool = false, now: Double? = nil) throws(ManifestError) -> DASHRewrite {
         var options = DASHRewriter.Options()
         options.gateway = currentPublicURL
         options.xresid = xresid
         options.maxInputSize = configuration.maxManifestSize
         options.inheritQuery = configuration.inheritQuery
         options.collectSegments = collectSegments
+        options.now = now
         return try DASHRewriter(mpdURL: url, options: options).rewrite(body)
     }
 
@@ -23,5 +26,55 @@ extension GatewayResponder {
             // plays one of them.
             prepareAhead(listedObjects(items, xresid: xresid, listQuery: mpdQuery), prefetchFirst: false)
         }
+    }
+
+    /// Queues the live tails of a dynamic MPD's Representations that this node's players play
+    /// (`LiveRepresentations`), each object once, as a live playlist's: the MPD lists every
+    /// Representation, and a player plays one of each kind. The objects listed are
+    /// remembered, so that a player's request of one marks its Representation as played.
+    func prepareLiveTails(_ lists: [DASHSegmentList], xresid: XResID, mpdQuery: String?, mpd: String) {
+        for list in lists {
+            let items = list.segments.lazy.compactMap { s in (try? OriginURL(s.url)).map { (origin: $0, duration: s.duration) } }
+            let objects = listedObjects(items, xresid: xresid, listQuery: mpdQuery)
+            let representation = mpd + " " + String(list.position)
+            liveRepresentations.listed(objects.map(\.key.id), of: representation)
+            if liveRepresentations.isPlayed(representation) { prepareLiveTail(objects) }
+        }
+    }
+}
+
+/// Which Representations of live MPDs this node's players play: those with an object a
+/// player asked for within `playedWithin`, among the objects their last tails listed.
+final class LiveRepresentations: Sendable {
+    private struct State {
+        var representationOf: [String: String] = [:]
+        var played: [String: ContinuousClock.Instant] = [:]
+    }
+
+    private let state = Mutex(State())
+    static let playedWithin: Duration = .seconds(60)
+    /// Objects and Representations remembered, at most (all are forgotten past it).
+    static let limit = 8192
+
+    /// `objectIDs` belong to `representation`.
+    func listed(_ objectIDs: [String], of representation: String) {
+        state.withLock { s in
+            if s.representationOf.count + objectIDs.count > Self.limit { s.representationOf.removeAll() }
+            for id in objectIDs { s.representationOf[id] = representation }
+        }
+    }
+
+    /// A player asked for object `objectID`.
+    func requested(_ objectID: String) {
+        let now = ContinuousClock.now
+        state.withLock { s in
+            guard let representation = s.representationOf[objectID] else { return }
+            if s.played.count >= Self.limit { s.played.removeAll() }
+            s.played[representation] = now
+        }
+    }
+
+    func isPlayed(_ representation: String) -> Bool {
+        state.withLock { s in s.played[representation].map { ContinuousClock.now - $0 < Self.playedWithin } ?? false }
     }
 }

@@ -35,6 +35,7 @@ extension GatewayResponder {
     /// Serves `proxy` from the piece cache, or 302 while its checksums are not ready.
     func serveObject(_ proxy: ProxyURL, clientRange: String?, method: HTTPRequest.Method) async throws(GatewayFailure) -> Response {
         let key = Self.objectKey(proxy)
+        liveRepresentations.requested(key.id)
         let entry: RegistryEntry
         let checksums: PieceChecksums
         // An object a playlist listed is there: when it is not ready the player goes to the

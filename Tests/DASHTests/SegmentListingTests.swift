@@ -9,10 +9,11 @@ import Testing
 @Suite struct SegmentListingTests {
     static let mpdURL = "https://origin.example.com/vod/movie/manifest.mpd?token=abc"
 
-    func lists(_ text: String) throws -> [DASHSegmentList] {
+    func lists(_ text: String, now: Double? = nil) throws -> [DASHSegmentList] {
         var options = DASHRewriter.Options()
         options.xresid = try XResID("stream-1")
         options.collectSegments = true
+        options.now = now
         return try DASHRewriter(mpdURL: try OriginURL(Self.mpdURL), options: options).rewrite(text).segments
     }
 
@@ -224,6 +225,115 @@ import Testing
     @Test(arguments: ["P1M", "PT", "1S", "PTS", "PT1H2", "P1Y", "PT-1S", "PT1M1D", "P1DT", "PT1H1H", "PT1.5H", "PT1S1M", "P"])
     func malformedOrCalendarDurationsAreRefused(text: String) {
         #expect(DASHSegmentListing.seconds(text) == nil)
+    }
+
+    // MARK: Dynamic MPDs: the live tail
+
+    /// A dynamic MPD around `body`, started at `started`.
+    func live(_ body: String, started: String? = "2026-11-24T12:00:00Z") -> String {
+        """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="dynamic" \(started.map { "availabilityStartTime=\"\($0)\"" } ?? "") \
+        minimumUpdatePeriod="PT2S" minBufferTime="PT2S" profiles="urn:mpeg:dash:profile:isoff-live:2011">
+        \(body)
+        </MPD>
+        """
+    }
+
+    /// Seconds since 1970, as Foundation reads an xs:dateTime.
+    func epoch(_ text: String) throws -> Double {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let plain = ISO8601DateFormatter()
+        return try #require(f.date(from: text) ?? plain.date(from: text)).timeIntervalSince1970
+    }
+
+    /// A live timeline lists its initialization and the newest segments that span three of
+    /// their durations: where a player starts and what it fetches next, not the past.
+    @Test func aLiveTimelineListsItsNewestSegments() throws {
+        let text = live("""
+            <Period start="PT0S"><AdaptationSet>
+              <SegmentTemplate media="v/$Number$.m4s" initialization="v/init.mp4" timescale="1000" startNumber="5">
+                <SegmentTimeline><S t="0" d="2000" r="19"/></SegmentTimeline>
+              </SegmentTemplate>
+              <Representation id="v"/>
+            </AdaptationSet></Period>
+            """)
+        let found = try lists(text, now: 0)
+        // 20 segments of 2 s numbered 5 to 24: the last three span 6 s.
+        let base = "https://origin.example.com/vod/movie/v/"
+        #expect(found.first.map(urls) == [base + "init.mp4", base + "22.m4s", base + "23.m4s", base + "24.m4s"])
+        #expect(found.first?.segments.map(\.duration) == [nil, 2, 2, 2])
+        #expect(try lists(text, now: nil).isEmpty, "no clock, no live edge: nothing")
+    }
+
+    /// A timeline repeated to the end (`@r="-1"`) runs to the live edge: the last segment whole
+    /// before now, counted from `availabilityStartTime` and the Period's start.
+    @Test func aRepeatToTheEndRunsToTheLiveEdge() throws {
+        let text = live("""
+            <Period start="PT10S"><AdaptationSet>
+              <SegmentTemplate media="a/$Time$.m4s" timescale="10" presentationTimeOffset="30">
+                <SegmentTimeline><S t="30" d="40" r="-1"/></SegmentTimeline>
+              </SegmentTemplate>
+              <Representation id="a"/>
+            </AdaptationSet></Period>
+            """)
+        // 41.5 s into the Period: ten whole 4 s segments (media times 30 to 390 in tenths).
+        let now = try epoch("2026-11-24T12:00:00Z") + 10 + 41.5
+        let base = "https://origin.example.com/vod/movie/a/"
+        #expect(try lists(text, now: now).first.map(urls) == [base + "310.m4s", base + "350.m4s", base + "390.m4s"])
+        #expect(try lists(text, now: now + 0.4).first.map(urls) == [base + "310.m4s", base + "350.m4s", base + "390.m4s"])
+        #expect(try lists(text, now: now + 2.5).first.map(urls) == [base + "350.m4s", base + "390.m4s", base + "430.m4s"])
+    }
+
+    /// A `@duration` template counts whole segments from the Period's start to now, however
+    /// long the stream has run (far past the listing's bound), from `@startNumber`.
+    @Test func aDurationTemplateCountsToTheLiveEdgeOfALongRunningStream() throws {
+        let body = """
+            <Period id="old" start="PT0S"><AdaptationSet>
+              <SegmentTemplate media="old/$Number$.ts" duration="2" startNumber="1"/><Representation id="o"/>
+            </AdaptationSet></Period>
+            <Period id="now" start="PT100S"><AdaptationSet>
+              <SegmentTemplate media="$RepresentationID$/$Number$.ts" initialization="$RepresentationID$/init.mp4" duration="2" startNumber="100"/>
+              <Representation id="lo"/><Representation id="hi"/>
+            </AdaptationSet></Period>
+            """
+        let text = live(body)
+        // 1,000,001 s into the current Period: 500,000 whole segments of 2 s.
+        let now = try epoch("2026-11-24T12:00:00Z") + 100 + 1_000_001
+        let found = try lists(text, now: now)
+        #expect(found.map(\.representationID) == ["lo", "hi"], "only the current Period")
+        let base = "https://origin.example.com/vod/movie/hi/"
+        #expect(found.last.map(urls) == [base + "init.mp4", base + "500097.ts", base + "500098.ts", base + "500099.ts"])
+        // Before the first segment is whole, or with no start time, there is nothing to list.
+        #expect(try lists(text, now: try epoch("2026-11-24T12:00:00Z") + 101).isEmpty)
+        #expect(try lists(live(body, started: "2026-11-24T13:00:00Z"), now: try epoch("2026-11-24T12:59:00Z")).isEmpty, "starts in the future")
+        #expect(try lists(live(body, started: nil), now: now).isEmpty)
+    }
+
+    /// A live SegmentList lists its newest SegmentURLs.
+    @Test func aLiveSegmentListListsItsNewestURLs() throws {
+        let urls = (0..<12).map { "<SegmentURL media=\"s\($0).ts\"/>" }.joined()
+        let found = try lists(live("""
+            <Period start="PT0S"><AdaptationSet><Representation id="r">
+              <SegmentList duration="4"><Initialization sourceURL="init.mp4"/>\(urls)</SegmentList>
+            </Representation></AdaptationSet></Period>
+            """), now: 0)
+        let base = "https://origin.example.com/vod/movie/"
+        #expect(found.first.map(self.urls) == [base + "init.mp4", base + "s9.ts", base + "s10.ts", base + "s11.ts"])
+    }
+
+    @Test(arguments: [
+        "2026-11-24T12:00:00Z", "1970-01-01T00:00:00Z", "2000-02-29T23:59:59Z", "2026-11-24T12:00:00.25Z",
+        "2026-11-24T12:00:00+05:30", "2026-03-01T00:00:00-08:00", "1969-12-31T23:59:59Z",
+    ])
+    func dateTimesAreReadAsFoundationReadsThem(text: String) throws {
+        #expect(DASHSegmentListing.epochSeconds(text) == (try epoch(text)))
+    }
+
+    @Test(arguments: ["2026-11-24", "2026-13-01T00:00:00Z", "2026-11-24T25:00:00Z", "2026-11-24T12:00:00.Z", "2026-11-24T12:00:00+5:30", "x", ""])
+    func malformedDateTimesAreRefused(text: String) {
+        #expect(DASHSegmentListing.epochSeconds(text) == nil)
     }
 
     /// Over the corpus: every static MPD's lists start where a player starts, by the

@@ -594,6 +594,37 @@ final class PieceCacheTests {
         #expect(try await settledJobSegments(port, name + "-lo").isEmpty, "the Representation not played")
     }
 
+    /// A dynamic MPD's newest segments are prepared as the node reads it, as a live
+    /// playlist's are, but only for the Representations its players play: the MPD lists them
+    /// all. The tail is the newest segments within three of their durations of the live edge.
+    @Test func aDynamicMPDsNewestSegmentsArePreparedForTheRepresentationsPlayed() async throws {
+        let (g, port) = try gateway()
+        defer { g.stop() }
+        let name = "dashlive-\(UUID().uuidString.prefix(8))"
+        func mpd(first: Int) async throws -> HTTPResult {
+            try await HTTP.get(proxied(port, "/dashlive/\(name).mpd?segments=10&first=\(first)&size=20000"))
+        }
+        let first = try await mpd(first: 0)
+        #expect(first.status == 200)
+        #expect(try await settledJobSegments(port, name + "-hi").isEmpty, "no player plays it yet")
+        // The player fetches "hi"'s initialization and newest segment from the rewritten
+        // template, as a player does.
+        let initialization = String(try #require(first.text.firstMatch(of: #/initialization="([^"]+)"/#)).1)
+        let media = String(try #require(first.text.firstMatch(of: #/media="([^"]+)"/#)).1)
+        func filled(_ template: String, number: Int = 0) -> String {
+            template.replacing("&amp;", with: "&").replacing("$RepresentationID$", with: "hi").replacing("$Number$", with: String(number))
+        }
+        #expect([200, 302].contains(try await HTTP.get(filled(initialization)).status))
+        #expect([200, 302].contains(try await HTTP.get(filled(media, number: 9)).status))
+        #expect(try await settledJobSegments(port, name + "-hi") == [9])
+        // The MPD moves on: segments 1 to 10, 10 new. Read a second later (once a second per
+        // MPD at most), its newest three (12 s) are prepared for "hi", none for "lo".
+        try await Task.sleep(for: .milliseconds(1100))
+        #expect(try await mpd(first: 1).status == 200)
+        #expect(try await settledJobSegments(port, name + "-hi") == [8, 9, 10])
+        #expect(try await settledJobSegments(port, name + "-lo").isEmpty, "the Representation not played")
+    }
+
     /// A VOD player reads its playlist once: after a restart of its gateway, its next
     /// requests still move the read-ahead window on.
     @Test func readAheadGoesOnAfterTheGatewayRestarts() async throws {

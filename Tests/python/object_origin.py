@@ -31,6 +31,9 @@ Endpoints:
   /dash/NAME.mpd     the same as a static DASH MPD: Representations "lo" and "hi", each a
                      SegmentTemplate of /obj/NAME-ID/segK.ts?size=S&token=abc (4 s each,
                      from 0) with an initialization /obj/NAME-ID/init.mp4?size=1000&token=abc
+  /dashlive/NAME.mpd the same as a dynamic (live) MPD: a SegmentTimeline of ?segments=N (default
+                     10) segments numbered from ?first=K (default 0), 4 s each (only the
+                     timeline says where the live edge is)
   /peer/v1/...       a lying peer: any piece request is answered 200 with 65536 bytes of garbage
   /slow/peer/v1/...  the same at 10 KB/s (a peer on a bad link)
   /__version         ?name=NAME[&bump=1][&gone=1]: bump NAME's version if asked, or have NAME
@@ -150,6 +153,8 @@ class Handler(BaseHTTPRequestHandler):
                 self.serve_live(rest[:-len(".m3u8")])
             elif kind == "dash" and rest.endswith(".mpd"):
                 self.serve_dash(rest[:-len(".mpd")])
+            elif kind == "dashlive" and rest.endswith(".mpd"):
+                self.serve_dash(rest[:-len(".mpd")], live=True)
             elif kind == "peer" or (kind == "slow" and rest.startswith("peer/")):
                 self.serve_garbage(10000 if kind == "slow" else 0)
             elif kind in ("__version", "__stats", "__reset"):
@@ -190,16 +195,26 @@ class Handler(BaseHTTPRequestHandler):
             lines += ["#EXTINF:4.0,", "/obj/%s/seg%d.ts?size=%d&token=abc" % (name, k, size)]
         self.answer(200, ("\n".join(lines) + "\n").encode(), [("Content-Type", "application/vnd.apple.mpegurl")])
 
-    def serve_dash(self, name):
+    def serve_dash(self, name, live=False):
+        """A static MPD of ?segments=N 4 s segments by @duration, or live, a dynamic one whose
+        SegmentTimeline lists N segments from number ?first=K."""
         n = int(self.query.get("segments", "10"))
+        first = int(self.query.get("first", "0"))
         size = int(self.query.get("size", "200000"))
+        if live:
+            kind = ('type="dynamic" availabilityStartTime="1970-01-01T00:00:00Z" minimumUpdatePeriod="PT2S"')
+            timing = ('timescale="1" startNumber="%d"' % first,
+                      '<SegmentTimeline><S t="%d" d="4" r="%d"/></SegmentTimeline>' % (4 * first, n - 1))
+        else:
+            kind = 'type="static" mediaPresentationDuration="PT%dS"' % (4 * n)
+            timing = ('startNumber="0" duration="4"', "")
         reps = "".join('<Representation id="%s" bandwidth="%d"/>' % (r, b) for r, b in (("lo", 300000), ("hi", 900000)))
-        body = ('<?xml version="1.0"?>\n<MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="static" '
-                'mediaPresentationDuration="PT%dS" minBufferTime="PT2S" profiles="urn:mpeg:dash:profile:isoff-live:2011">'
-                '<Period><AdaptationSet mimeType="video/mp2t"><SegmentTemplate startNumber="0" duration="4" '
-                'media="/obj/%s-$RepresentationID$/seg$Number$.ts?size=%d&amp;token=abc" '
-                'initialization="/obj/%s-$RepresentationID$/init.mp4?size=1000&amp;token=abc"/>%s'
-                '</AdaptationSet></Period></MPD>\n') % (4 * n, name, size, name, reps)
+        media = "/obj/%s-$RepresentationID$" % name
+        body = ('<?xml version="1.0"?>\n<MPD xmlns="urn:mpeg:dash:schema:mpd:2011" %s minBufferTime="PT2S" '
+                'profiles="urn:mpeg:dash:profile:isoff-live:2011"><Period id="p0" start="PT0S">'
+                '<AdaptationSet mimeType="video/mp2t"><SegmentTemplate %s '
+                'media="%s/seg$Number$.ts?size=%d&amp;token=abc" initialization="%s/init.mp4?size=1000&amp;token=abc">'
+                '%s</SegmentTemplate>%s</AdaptationSet></Period></MPD>\n') % (kind, timing[0], media, size, media, timing[1], reps)
         self.answer(200, body.encode(), [("Content-Type", "application/dash+xml")])
 
     def serve_garbage(self, rate):

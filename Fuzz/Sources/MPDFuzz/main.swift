@@ -12,7 +12,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     // The segment listing for read-ahead stays within its bound (an initialization per list
     // on top of the media segments).
     let listed = first.segments.reduce(0) { $0 + $1.segments.count }
-    if listed > 200_000 + first.segments.count {
+    if listed > 200_000 + first.segments.count || (first.isDynamic && first.segments.contains { $0.segments.count > LiveTail.maxSegments + 1 }) {
         fatalError("\(listed) segments listed for \(first.segments.count) Representations")
     }
     do {
@@ -34,6 +34,8 @@ enum MPDFuzzTarget {
         options.gateway = "http://gw.example.net:8080"
         options.collectReferences = true
         options.collectSegments = true
+        // A dynamic MPD lists its live tail against this clock (2027-01-15).
+        options.now = 1_800_000_000
         return DASHRewriter(mpdURL: try! OriginURL("https://cdn.example.com/vod/a/manifest.mpd?token=x%2Fy"), options: options)
     }()
 }

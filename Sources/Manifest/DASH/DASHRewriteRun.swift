@@ -17,6 +17,7 @@ struct DASHRewriteRun {
     var periods: [MPDNode] = []
     /// Each Representation's segments, when `collectSegments` is set (`DASHSegments.swift`).
     var segments: [DASHSegmentList] = []
+    var isDynamic: Bool { root.attribute("type").map { $0.elementsEqual("dynamic".utf8) } ?? false }
     var periodSites: [SegmentSite] = []
     var adaptationSetSites: [SegmentSite] = []
     /// Segment URL values decided for inherited elements, written once every element that

@@ -30,6 +30,11 @@ public struct DASHRewriter: Sendable {
         /// Whether to list each Representation's segments of a static MPD, templates expanded
         /// (`DASHRewrite.segments`): what read-ahead and prefetch follow.
         public var collectSegments = false
+        /// The wall clock (seconds since 1970) a dynamic MPD's live edge is worked out against.
+        /// With `collectSegments`, a dynamic MPD's current Period lists each Representation's
+        /// initialization and newest available segments (`liveTailSegments` at most) instead
+        /// of nothing: its live tail.
+        public var now: Double?
 
         public init() {}
     }
@@ -63,7 +68,7 @@ public struct DASHRewriter: Sendable {
         }
         var run = DASHRewriteRun(rewriter: self, root: root)
         try run.run()
-        return DASHRewrite(output: document.serialized(), references: run.references, segments: run.segments)
+        return DASHRewrite(output: document.serialized(), references: run.references, segments: run.segments, isDynamic: run.isDynamic)
     }
 
     /// Rewrites text.

@@ -23,7 +23,8 @@ public struct DASHSegmentList: Hashable, Sendable {
     public var segments: [DASHSegment]
 }
 
-/// The segments of a static MPD's Representations (`DASHRewriter.Options.collectSegments`):
+/// The segments of a static MPD's Representations (`DASHRewriter.Options.collectSegments`),
+/// or the live tail of a dynamic one's current Period (`Options.now`):
 /// SegmentTemplate with a SegmentTimeline or a `@duration` (`$Number$`, `$Time$`,
 /// `$RepresentationID$`, `$Bandwidth$`, with `%0Nd` widths), and SegmentList. Worked out on
 /// the values as the origin wrote them, attribute by attribute inherited from Period and
@@ -34,15 +35,45 @@ extension DASHRewriteRun {
     /// The most segments listed for one MPD (a timeline's `@r` can claim billions).
     static let maxListedSegments = 200_000
 
+    /// What a listing covers.
+    enum Listing {
+        /// Every segment: a static MPD.
+        case all
+        /// The newest segments of a dynamic MPD's Period; `edge`: seconds from the Period's
+        /// start to now, where segments stop being available (nil when the MPD does not say
+        /// when it started).
+        case tail(edge: Double?)
+
+        var isTail: Bool { if case .tail = self { true } else { false } }
+    }
+
     func segmentLists() -> [DASHSegmentList] {
         let type = root.attribute("type").map { String(decoding: $0, as: UTF8.self) } ?? "static"
-        guard type == "static" else { return [] }
-        let spans = periodSpans()
+        let periodTimes = periodTimes()
+        var current: Int?
+        var listing = Listing.all
+        switch type {
+        case "static":
+            break
+        case "dynamic":
+            // Live: only the last Period has an edge, and only its newest segments matter.
+            guard let now = r.options.now, !periods.isEmpty else { return [] }
+            current = periods.count - 1
+            let started = root.attribute("availabilityStartTime").flatMap(Self.epochSeconds)
+            let edge = started.flatMap { s in periodTimes[periods.count - 1].start.map { now - s - $0 } }
+            listing = .tail(edge: edge.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil })
+        default:
+            return []
+        }
         var work = ListingWork()
         var lists: [DASHSegmentList] = []
         for (position, rep) in representations.enumerated() where work.segments > 0 && work.bytes > 0 {
-            let seconds = rep.period < spans.count ? spans[rep.period] : nil
-            let segments = templateSegments(rep, periodSeconds: seconds, work: &work) ?? listSegments(rep, work: &work)
+            if let current, rep.period != current { continue }
+            let seconds = rep.period < periodTimes.count ? periodTimes[rep.period].span : nil
+            var segments = templateSegments(rep, periodSeconds: seconds, listing: listing, work: &work) ?? listSegments(rep, work: &work)
+            if listing.isTail, let listed = segments {
+                segments = LiveTail.of(listed, isInitialization: \.isInitialization, duration: \.duration)
+            }
             if let segments, segments.contains(where: { !$0.isInitialization }) {
                 lists.append(DASHSegmentList(representationID: rep.id, position: position, segments: segments))
             }
@@ -50,9 +81,10 @@ extension DASHRewriteRun {
         return lists
     }
 
-    /// Each Period's length in seconds, when the MPD gives it: `@duration`, else up to the
-    /// next Period's `@start`, else up to `MPD@mediaPresentationDuration`.
-    func periodSpans() -> [Double?] {
+    /// Each Period's start and length in seconds, when the MPD gives them: its `@start`, else
+    /// the end of the Period before (the first starts at 0); `@duration`, else up to the next
+    /// Period's start, else up to `MPD@mediaPresentationDuration`.
+    func periodTimes() -> [(start: Double?, span: Double?)] {
         let total = root.attribute("mediaPresentationDuration").flatMap(Self.seconds)
         var starts: [Double?] = []
         var durations: [Double?] = []
@@ -65,10 +97,10 @@ extension DASHRewriteRun {
             previousEnd = start.flatMap { s in duration.map { s + $0 } }
         }
         return periods.indices.map { i in
-            if let d = durations[i] { return d }
-            guard let start = starts[i] else { return nil }
+            if let d = durations[i] { return (starts[i], d) }
+            guard let start = starts[i] else { return (nil, nil) }
             let end = i + 1 < periods.count ? starts[i + 1] : total
-            return end.map { $0 - start }.flatMap { $0 > 0 ? $0 : nil }
+            return (start, end.map { $0 - start }.flatMap { $0 > 0 ? $0 : nil })
         }
     }
 
@@ -86,7 +118,7 @@ extension DASHRewriteRun {
     // MARK: SegmentTemplate
 
     func templateSegments(
-        _ rep: RepresentationScope, periodSeconds: Double?, work: inout ListingWork
+        _ rep: RepresentationScope, periodSeconds: Double?, listing: Listing = .all, work: inout ListingWork
     ) -> [DASHSegment]? {
         let chain = chain(rep, .template)
         guard !chain.isEmpty, let rawMedia = Self.inherited("media", chain),
@@ -108,52 +140,82 @@ extension DASHRewriteRun {
         {
             segments.append(DASHSegment(url: url, duration: nil, isInitialization: true))
         }
-        // Media times and numbers, from the timeline or from @duration.
-        var times: [(time: UInt64, duration: UInt64)] = []
+        // Media times and numbers (counted from startNumber), from the timeline or from
+        // @duration. A live tail keeps the newest `LiveTail.maxSegments`, skipping the rest.
+        let keep = LiveTail.maxSegments
+        var times: [(index: UInt64, time: UInt64, duration: UInt64)] = []
         // The Period's end on the media timeline (nil when unknown or out of range); a
         // product a hair over a whole tick (PT0.3S at 10 ticks) is that tick.
         let periodEnd = periodSeconds.flatMap { seconds -> UInt64? in
             let ticks = seconds * Double(timescale)
             return UInt64(exactly: max(0, ticks - max(1e-9, ticks * 1e-12)).rounded(.up))
         }.flatMap { Self.sum(offset, $0) }
+        // Live: where available segments end on the media timeline.
+        var liveEnd: UInt64?
+        if case .tail(let edge?) = listing { liveEnd = UInt64(exactly: (edge * Double(timescale)).rounded(.down)).flatMap { Self.sum(offset, $0) } }
         if let timeline = work.timeline(chain) {
             guard let entries = work.entries(of: timeline) else { return nil }
             var t: UInt64 = 0
+            var index: UInt64 = 0
             for (i, s) in entries.items.enumerated() {
                 if let start = s.t { t = start }
                 guard s.d > 0 else { return nil }
-                var count = s.r + 1  // r is at most maxListedSegments
+                var count = s.r >= 0 ? UInt64(s.r) + 1 : 0  // r is at most maxListedSegments
                 if s.r < 0 {
-                    // Repeated up to the next S@t, else to the end of the Period.
-                    guard let end = i + 1 < entries.items.count ? entries.items[i + 1].t : periodEnd, end > t else { return nil }
-                    count = Int(clamping: Self.ceilDiv(end - t, s.d))
+                    // Repeated up to the next S@t, else to the end of the Period, or live, to
+                    // the last whole segment before the edge.
+                    if i + 1 < entries.items.count, let next = entries.items[i + 1].t {
+                        guard next > t else { return nil }
+                        count = Self.ceilDiv(next - t, s.d)
+                    } else if let liveEnd {
+                        count = liveEnd > t ? (liveEnd - t) / s.d : 0
+                        if let periodEnd, periodEnd > t { count = min(count, Self.ceilDiv(periodEnd - t, s.d)) }
+                    } else {
+                        guard let end = periodEnd, end > t else { return nil }
+                        count = Self.ceilDiv(end - t, s.d)
+                    }
+                }
+                if listing.isTail && count > UInt64(keep) {
+                    let (skipped, overflow) = (count - UInt64(keep)).multipliedReportingOverflow(by: s.d)
+                    guard !overflow, let later = Self.sum(t, skipped), let nextIndex = Self.sum(index, count - UInt64(keep)) else { return nil }
+                    (t, index, count) = (later, nextIndex, UInt64(keep))
                 }
                 for _ in 0..<count {
                     guard work.segments > 0 else { break }
                     work.segments -= 1
-                    times.append((t, s.d))
-                    guard let next = Self.sum(t, s.d) else { return nil }
-                    t = next
+                    times.append((index, t, s.d))
+                    guard let next = Self.sum(t, s.d), let nextIndex = Self.sum(index, 1) else { return nil }
+                    (t, index) = (next, nextIndex)
                 }
+                if listing.isTail && times.count > 2 * keep { times.removeFirst(times.count - keep) }
             }
+            if listing.isTail { times = Array(times.suffix(keep)) }
         } else {
-            guard !template.usesTime, let duration = Self.inherited("duration", chain).flatMap(Self.integer), duration > 0,
-                let end = periodEnd
-            else { return nil }
-            var count = Self.ceilDiv(end - offset, duration)
+            guard !template.usesTime, let duration = Self.inherited("duration", chain).flatMap(Self.integer), duration > 0 else { return nil }
+            var count: UInt64
+            if listing.isTail {
+                // Live: the segments whole before the edge, up to the Period's end if it has one.
+                guard let liveEnd else { return nil }
+                count = (liveEnd - offset) / duration
+                if let periodEnd { count = min(count, Self.ceilDiv(periodEnd - offset, duration)) }
+            } else {
+                guard let end = periodEnd else { return nil }
+                count = Self.ceilDiv(end - offset, duration)
+            }
             if let endNumber = Self.inherited("endNumber", chain).flatMap(Self.integer), endNumber >= startNumber {
                 count = min(count, endNumber - startNumber + 1)  // endNumber <= 10^19 - 1 < UInt64.max
             }
-            for k in 0..<min(Int(clamping: count), work.segments) {
-                let (product, overflow) = UInt64(k).multipliedReportingOverflow(by: duration)
+            let first = listing.isTail && count > UInt64(keep) ? count - UInt64(keep) : 0
+            for k in first..<(first + min(count - first, UInt64(max(0, work.segments)))) {
+                let (product, overflow) = k.multipliedReportingOverflow(by: duration)
                 guard !overflow, let time = Self.sum(offset, product) else { return nil }
-                times.append((time, duration))
+                times.append((k, time, duration))
             }
             work.segments -= times.count
         }
         guard !times.isEmpty else { return nil }
-        for (k, s) in times.enumerated() {
-            guard let number = Self.sum(startNumber, UInt64(k)),
+        for s in times {
+            guard let number = Self.sum(startNumber, s.index),
                 let url = template.url(number: number, time: s.time, representationID: rep.id, bandwidth: bandwidth)
             else { return nil }
             // URLs as long as the MPD allows, times thousands, would be gigabytes: the list
@@ -227,6 +289,57 @@ extension DASHRewriteRun {
         let trimmed = DASHReferenceWriter.trimmed(value[...])
         guard !trimmed.isEmpty, trimmed.count <= 19, trimmed.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
         return trimmed.reduce(0) { $0 * 10 + UInt64($1 - 0x30) }
+    }
+
+    /// An xs:dateTime (`2026-11-24T13:00:00Z`, `...T13:00:00.5+01:00`; no zone is UTC, as
+    /// players take it) in seconds since 1970. Nil for anything else or an impossible date.
+    static func epochSeconds(_ value: [UInt8]) -> Double? {
+        let b = Array(DASHReferenceWriter.trimmed(value[...]))
+        func number(_ at: Int, _ digits: Int) -> Int? {
+            guard at + digits <= b.count else { return nil }
+            var n = 0
+            for c in b[at..<(at + digits)] {
+                guard c >= 0x30 && c <= 0x39 else { return nil }
+                n = n * 10 + Int(c - 0x30)
+            }
+            return n
+        }
+        func separator(_ at: Int, _ c: Character) -> Bool { at < b.count && b[at] == c.asciiValue! }
+        guard b.count >= 19, let year = number(0, 4), separator(4, "-"), let month = number(5, 2), separator(7, "-"),
+            let day = number(8, 2), separator(10, "T"), let hour = number(11, 2), separator(13, ":"),
+            let minute = number(14, 2), separator(16, ":"), let second = number(17, 2),
+            (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
+        else { return nil }
+        var i = 19
+        var fraction = 0.0
+        if separator(i, ".") {
+            var scale = 0.1
+            i += 1
+            let start = i
+            while i < b.count, b[i] >= 0x30 && b[i] <= 0x39 {
+                fraction += Double(b[i] - 0x30) * scale
+                scale /= 10
+                i += 1
+            }
+            guard i > start else { return nil }
+        }
+        var zone = 0
+        if separator(i, "Z") {
+            i += 1
+        } else if separator(i, "+") || separator(i, "-") {
+            guard let h = number(i + 1, 2), separator(i + 3, ":"), let m = number(i + 4, 2), h <= 14, m < 60 else { return nil }
+            zone = (h * 3600 + m * 60) * (b[i] == UInt8(ascii: "+") ? 1 : -1)
+            i += 6
+        }
+        guard i == b.count else { return nil }
+        // Days from 1970-01-01 in the proleptic Gregorian calendar (H. Hinnant's days_from_civil).
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        let days = era * 146_097 + doe - 719_468
+        return Double(days * 86_400 + hour * 3600 + minute * 60 + second - zone) + fraction
     }
 
     /// An xs:duration without years or months (`PT1H2M3.5S`, `P1DT2H`; zero years and months
@@ -518,5 +631,10 @@ public enum DASHSegmentListing {
     /// anything else.
     public static func seconds(_ text: String) -> Double? {
         DASHRewriteRun.seconds(Array(text.utf8))
+    }
+
+    /// An xs:dateTime (`MPD@availabilityStartTime`) in seconds since 1970; nil for anything else.
+    public static func epochSeconds(_ text: String) -> Double? {
+        DASHRewriteRun.epochSeconds(Array(text.utf8))
     }
 }

@@ -22,7 +22,10 @@ public struct DASHRewrite: Sendable {
     public var output: [UInt8]
     /// Every rewritten URL, when `collectReferences` was set.
     public var references: [DASHReference]
-    /// Each Representation's objects in playback order, when `collectSegments` was set and
-    /// the MPD is static; Representations whose segments cannot be listed are left out.
+    /// Each Representation's objects in playback order, when `collectSegments` was set: all of
+    /// them for a static MPD, the live tail of a dynamic one (`Options.now`). Representations
+    /// whose segments cannot be listed are left out.
     public var segments: [DASHSegmentList] = []
+    /// Whether the MPD is `type="dynamic"` (live: its segment list grows).
+    public var isDynamic = false
 }
