@@ -333,9 +333,12 @@ public final class GatewayResponder: HTTPResponder {
                 let mpd = proxy.xresid.value + " " + effective.authority + effective.path
                 let query = proxy.origin.query
                 if rewrite.isDynamic {
-                    if configuration.readAhead != .zero && liveRefreshes.claim(mpd + "?" + (effective.query ?? "")) {
+                    // One MPD lists every Representation: claimed per path, not per query
+                    // (per-viewer tokens would list it once per viewer).
+                    if configuration.readAhead != .zero && liveRefreshes.claim(mpd) {
+                        // The origin's clock, as its Date says (its live edge), else ours.
+                        let now = answer.header("date").flatMap(Self.httpDate) ?? Date().timeIntervalSince1970
                         Task.detached(priority: .utility) { [self] in
-                            let now = Date().timeIntervalSince1970
                             guard let listed = try? rewriteDASH(body, url: effective, xresid: proxy.xresid, collectSegments: true, now: now) else { return }
                             prepareLiveTails(listed.segments, xresid: proxy.xresid, mpdQuery: query, mpd: mpd)
                         }
@@ -356,6 +359,15 @@ public final class GatewayResponder: HTTPResponder {
             if let v = answer.header(name), let field = HTTPField.Name(name) { headers[field] = v }
         }
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: output)))
+    }
+
+    /// An HTTP date (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 9110 5.6.7) in seconds since 1970.
+    static func httpDate(_ text: String) -> Double? {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = TimeZone(identifier: "GMT")
+        f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return f.date(from: text.trimmingCharacters(in: .whitespaces))?.timeIntervalSince1970
     }
 
     /// Whether a media playlist is VOD (its segment list is final).

@@ -36,7 +36,8 @@ extension GatewayResponder {
         for list in lists {
             let items = list.segments.lazy.compactMap { s in (try? OriginURL(s.url)).map { (origin: $0, duration: s.duration) } }
             let objects = listedObjects(items, xresid: xresid, listQuery: mpdQuery)
-            let representation = mpd + " " + String(list.position)
+            // By @id, which stays when Periods come and go (by place only without one).
+            let representation = mpd + " " + (list.representationID.map { "id " + $0 } ?? "#\(list.position)")
             liveRepresentations.listed(objects.map(\.key.id), of: representation)
             if liveRepresentations.isPlayed(representation) { prepareLiveTail(objects) }
         }
@@ -44,23 +45,33 @@ extension GatewayResponder {
 }
 
 /// Which Representations of live MPDs this node's players play: those with an object a
-/// player asked for within `playedWithin`, among the objects their last tails listed.
+/// player asked for within `playedWithin`, among the objects their tails listed. Players play
+/// behind the live edge (an MPD's suggestedPresentationDelay): the objects they ask for were
+/// the newest when the node read the MPD some reads before, so listings are kept, the
+/// oldest forgotten first past `limit`.
 final class LiveRepresentations: Sendable {
     private struct State {
-        var representationOf: [String: String] = [:]
+        var representationOf: [String: (representation: String, listing: UInt64)] = [:]
+        var listings: UInt64 = 0
         var played: [String: ContinuousClock.Instant] = [:]
     }
 
     private let state = Mutex(State())
     static let playedWithin: Duration = .seconds(60)
-    /// Objects and Representations remembered, at most (all are forgotten past it).
+    /// Objects remembered, and Representations, at most.
     static let limit = 8192
 
     /// `objectIDs` belong to `representation`.
     func listed(_ objectIDs: [String], of representation: String) {
         state.withLock { s in
-            if s.representationOf.count + objectIDs.count > Self.limit { s.representationOf.removeAll() }
-            for id in objectIDs { s.representationOf[id] = representation }
+            s.listings += 1
+            for id in objectIDs { s.representationOf[id] = (representation, s.listings) }
+            if s.representationOf.count > Self.limit {
+                // The older half of the listings since the oldest kept.
+                let oldest = s.representationOf.values.lazy.map(\.listing).min() ?? 0
+                let cut = oldest + (s.listings - oldest) / 2
+                s.representationOf = s.representationOf.filter { $0.value.listing > cut }
+            }
         }
     }
 
@@ -68,7 +79,8 @@ final class LiveRepresentations: Sendable {
     func requested(_ objectID: String) {
         let now = ContinuousClock.now
         state.withLock { s in
-            guard let representation = s.representationOf[objectID] else { return }
+            guard let representation = s.representationOf[objectID]?.representation else { return }
+            if s.played.count >= Self.limit { s.played = s.played.filter { now - $0.value < Self.playedWithin } }
             if s.played.count >= Self.limit { s.played.removeAll() }
             s.played[representation] = now
         }

@@ -259,11 +259,16 @@ import Testing
               <Representation id="v"/>
             </AdaptationSet></Period>
             """)
-        let found = try lists(text, now: 0)
+        let started = try epoch("2026-11-24T12:00:00Z")
+        let found = try lists(text, now: started + 60)
         // 20 segments of 2 s numbered 5 to 24: the last three span 6 s.
         let base = "https://origin.example.com/vod/movie/v/"
         #expect(found.first.map(urls) == [base + "init.mp4", base + "22.m4s", base + "23.m4s", base + "24.m4s"])
         #expect(found.first?.segments.map(\.duration) == [nil, 2, 2, 2])
+        // 35 s after the start, segments announced beyond it (ending after 34 s) are not yet
+        // available; before the start, none is.
+        #expect(try lists(text, now: started + 35).first.map(urls) == [base + "init.mp4", base + "19.m4s", base + "20.m4s", base + "21.m4s"])
+        #expect(try lists(text, now: started - 1).isEmpty)
         #expect(try lists(text, now: nil).isEmpty, "no clock, no live edge: nothing")
     }
 
@@ -311,6 +316,74 @@ import Testing
         #expect(try lists(live(body, started: nil), now: now).isEmpty)
     }
 
+    /// Of a live MPD's Periods, the current one is the last that has started: one announced
+    /// for later (an ad break) is not listed before its start.
+    @Test func aPeriodAnnouncedForLaterIsNotListedBeforeItStarts() throws {
+        let text = live("""
+            <Period id="show" start="PT0S"><AdaptationSet>
+              <SegmentTemplate media="show/$Number$.ts" duration="4" startNumber="1"/><Representation id="show"/>
+            </AdaptationSet></Period>
+            <Period id="ad" start="PT3600S"><AdaptationSet>
+              <SegmentTemplate media="ad/$Number$.ts" timescale="1" startNumber="1">
+                <SegmentTimeline><S t="0" d="4" r="2"/></SegmentTimeline>
+              </SegmentTemplate>
+              <Representation id="ad"/>
+            </AdaptationSet></Period>
+            """)
+        let started = try epoch("2026-11-24T12:00:00Z")
+        let before = try lists(text, now: started + 3000)
+        #expect(before.map(\.representationID) == ["show"])
+        #expect(before.first?.segments.last?.url == "https://origin.example.com/vod/movie/show/750.ts")
+        let after = try lists(text, now: started + 3700)
+        #expect(after.map(\.representationID) == ["ad"])
+        #expect(after.first.map(urls) == ["https://origin.example.com/vod/movie/ad/1.ts", "https://origin.example.com/vod/movie/ad/2.ts", "https://origin.example.com/vod/movie/ad/3.ts"])
+    }
+
+    /// A live tail's numbers and times are those of the whole timeline: repeats far past the
+    /// listing's bound are skipped to their end, not cut at the bound; an entry after a
+    /// repeat to the end must say where it starts; a long timeline shared by many
+    /// Representations is walked once.
+    @Test func aLiveTailIsNumberedAsTheWholeTimelineIs() throws {
+        let started = try epoch("2026-11-24T12:00:00Z")
+        let long = live("""
+            <Period start="PT0S"><AdaptationSet>
+              <SegmentTemplate media="$Number$-$Time$.m4s" timescale="1" startNumber="1">
+                <SegmentTimeline><S t="0" d="2" r="299999"/><S d="1"/></SegmentTimeline>
+              </SegmentTemplate>
+              <Representation id="v"/>
+            </AdaptationSet></Period>
+            """)
+        // 300,000 segments of 2 s, then one of 1 s: numbers 1 to 300,001.
+        let tail = try lists(long, now: started + 1_000_000).first?.segments.map(\.url)
+        #expect(tail?.last == "https://origin.example.com/vod/movie/300001-600000.m4s")
+        #expect(tail?.first == "https://origin.example.com/vod/movie/299998-599994.m4s")
+
+        let unanchored = """
+            <Period start="PT0S"><AdaptationSet>
+              <SegmentTemplate media="$Time$.m4s" timescale="1">
+                <SegmentTimeline><S t="0" d="10" r="-1"/><S d="10"/></SegmentTimeline>
+              </SegmentTemplate>
+              <Representation id="v"/>
+            </AdaptationSet></Period>
+            """
+        #expect(try lists(live(unanchored), now: started + 100).isEmpty)
+        #expect(try lists(mpd(unanchored)).isEmpty, "nor in a static MPD")
+
+        // 30,000 entries without repeats, inherited by 8 Representations: each lists the end.
+        let entries = (0..<30_000).map { $0 % 2 == 0 ? "<S d=\"2\"/>" : "<S d=\"3\"/>" }.joined()
+        let reps = (0..<8).map { "<Representation id=\"r\($0)\"/>" }.joined()
+        let shared = try lists(live("""
+            <Period start="PT0S"><AdaptationSet>
+              <SegmentTemplate media="$RepresentationID$/$Number$.m4s" timescale="1" startNumber="0">
+                <SegmentTimeline><S t="0" d="2"/>\(entries)</SegmentTimeline>
+              </SegmentTemplate>
+              \(reps)
+            </AdaptationSet></Period>
+            """), now: started + 1_000_000)
+        #expect(shared.count == 8)
+        #expect(shared.allSatisfy { $0.segments.last?.url.hasSuffix("/30000.m4s") == true }, "\(shared.map { $0.segments.last?.url ?? "-" })")
+    }
+
     /// A live SegmentList lists its newest SegmentURLs.
     @Test func aLiveSegmentListListsItsNewestURLs() throws {
         let urls = (0..<12).map { "<SegmentURL media=\"s\($0).ts\"/>" }.joined()
@@ -318,20 +391,20 @@ import Testing
             <Period start="PT0S"><AdaptationSet><Representation id="r">
               <SegmentList duration="4"><Initialization sourceURL="init.mp4"/>\(urls)</SegmentList>
             </Representation></AdaptationSet></Period>
-            """), now: 0)
+            """), now: try epoch("2026-11-24T12:00:00Z") + 60)
         let base = "https://origin.example.com/vod/movie/"
         #expect(found.first.map(self.urls) == [base + "init.mp4", base + "s9.ts", base + "s10.ts", base + "s11.ts"])
     }
 
     @Test(arguments: [
         "2026-11-24T12:00:00Z", "1970-01-01T00:00:00Z", "2000-02-29T23:59:59Z", "2026-11-24T12:00:00.25Z",
-        "2026-11-24T12:00:00+05:30", "2026-03-01T00:00:00-08:00", "1969-12-31T23:59:59Z",
+        "2026-11-24T12:00:00+05:30", "2026-03-01T00:00:00-08:00", "1969-12-31T23:59:59Z", "2024-02-29T12:00:00Z",
     ])
     func dateTimesAreReadAsFoundationReadsThem(text: String) throws {
         #expect(DASHSegmentListing.epochSeconds(text) == (try epoch(text)))
     }
 
-    @Test(arguments: ["2026-11-24", "2026-13-01T00:00:00Z", "2026-11-24T25:00:00Z", "2026-11-24T12:00:00.Z", "2026-11-24T12:00:00+5:30", "x", ""])
+    @Test(arguments: ["2026-11-24", "2026-13-01T00:00:00Z", "2026-02-29T00:00:00Z", "2026-04-31T00:00:00Z", "2026-11-24T25:00:00Z", "2026-11-24T12:00:00.Z", "2026-11-24T12:00:00+5:30", "x", ""])
     func malformedDateTimesAreRefused(text: String) {
         #expect(DASHSegmentListing.epochSeconds(text) == nil)
     }

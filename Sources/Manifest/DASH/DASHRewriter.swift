@@ -27,13 +27,14 @@ public struct DASHRewriter: Sendable {
         public var inheritQuery: InheritQuery = .none
         /// Whether to list every rewritten URL in the result.
         public var collectReferences = false
-        /// Whether to list each Representation's segments of a static MPD, templates expanded
-        /// (`DASHRewrite.segments`): what read-ahead and prefetch follow.
+        /// Whether to list each Representation's segments, templates expanded
+        /// (`DASHRewrite.segments`): what read-ahead and prefetch follow. All of a static MPD's;
+        /// of a dynamic one, its live tail (`now`).
         public var collectSegments = false
         /// The wall clock (seconds since 1970) a dynamic MPD's live edge is worked out against.
-        /// With `collectSegments`, a dynamic MPD's current Period lists each Representation's
-        /// initialization and newest available segments (`liveTailSegments` at most) instead
-        /// of nothing: its live tail.
+        /// With `collectSegments`, a dynamic MPD's current Period (the last that has started)
+        /// lists each Representation's initialization and newest segments available now
+        /// (`LiveTail`); without a clock, a dynamic MPD lists nothing.
         public var now: Double?
 
         public init() {}

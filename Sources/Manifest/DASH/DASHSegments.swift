@@ -56,12 +56,22 @@ extension DASHRewriteRun {
         case "static":
             break
         case "dynamic":
-            // Live: only the last Period has an edge, and only its newest segments matter.
+            // Live: only the current Period's newest segments matter.
             guard let now = r.options.now, !periods.isEmpty else { return [] }
-            current = periods.count - 1
-            let started = root.attribute("availabilityStartTime").flatMap(Self.epochSeconds)
-            let edge = started.flatMap { s in periodTimes[periods.count - 1].start.map { now - s - $0 } }
-            listing = .tail(edge: edge.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil })
+            if let started = root.attribute("availabilityStartTime").flatMap(Self.epochSeconds) {
+                // The last Period that has started (one announced for later has not).
+                let elapsed = now - started
+                guard elapsed.isFinite, elapsed >= 0,
+                    let i = periodTimes.indices.last(where: { periodTimes[$0].start.map { $0 <= elapsed } ?? false }),
+                    let start = periodTimes[i].start
+                else { return [] }
+                current = i
+                listing = .tail(edge: elapsed - start)
+            } else {
+                // No start time (a dynamic MPD must give one): the last Period's timelines as written.
+                current = periods.count - 1
+                listing = .tail(edge: nil)
+            }
         default:
             return []
         }
@@ -154,42 +164,25 @@ extension DASHRewriteRun {
         var liveEnd: UInt64?
         if case .tail(let edge?) = listing { liveEnd = UInt64(exactly: (edge * Double(timescale)).rounded(.down)).flatMap { Self.sum(offset, $0) } }
         if let timeline = work.timeline(chain) {
-            guard let entries = work.entries(of: timeline) else { return nil }
-            var t: UInt64 = 0
-            var index: UInt64 = 0
-            for (i, s) in entries.items.enumerated() {
-                if let start = s.t { t = start }
-                guard s.d > 0 else { return nil }
-                var count = s.r >= 0 ? UInt64(s.r) + 1 : 0  // r is at most maxListedSegments
-                if s.r < 0 {
-                    // Repeated up to the next S@t, else to the end of the Period, or live, to
-                    // the last whole segment before the edge.
-                    if i + 1 < entries.items.count, let next = entries.items[i + 1].t {
-                        guard next > t else { return nil }
-                        count = Self.ceilDiv(next - t, s.d)
-                    } else if let liveEnd {
-                        count = liveEnd > t ? (liveEnd - t) / s.d : 0
-                        if let periodEnd, periodEnd > t { count = min(count, Self.ceilDiv(periodEnd - t, s.d)) }
-                    } else {
-                        guard let end = periodEnd, end > t else { return nil }
-                        count = Self.ceilDiv(end - t, s.d)
+            if listing.isTail {
+                // The same for every Representation that shares the timeline and its timing.
+                guard let tail = work.liveTail(of: timeline, liveEnd: liveEnd, periodEnd: periodEnd, keep: keep) else { return nil }
+                times = tail
+            } else {
+                guard let entries = work.entries(of: timeline) else { return nil }
+                var t: UInt64 = 0
+                for (i, s) in entries.items.enumerated() {
+                    if let start = s.t { t = start }
+                    guard let count = Self.count(s, at: i, t: t, in: entries, liveEnd: nil, periodEnd: periodEnd) else { return nil }
+                    for _ in 0..<count {
+                        guard work.segments > 0 else { break }
+                        work.segments -= 1
+                        times.append((UInt64(times.count), t, s.d))
+                        guard let next = Self.sum(t, s.d) else { return nil }
+                        t = next
                     }
                 }
-                if listing.isTail && count > UInt64(keep) {
-                    let (skipped, overflow) = (count - UInt64(keep)).multipliedReportingOverflow(by: s.d)
-                    guard !overflow, let later = Self.sum(t, skipped), let nextIndex = Self.sum(index, count - UInt64(keep)) else { return nil }
-                    (t, index, count) = (later, nextIndex, UInt64(keep))
-                }
-                for _ in 0..<count {
-                    guard work.segments > 0 else { break }
-                    work.segments -= 1
-                    times.append((index, t, s.d))
-                    guard let next = Self.sum(t, s.d), let nextIndex = Self.sum(index, 1) else { return nil }
-                    (t, index) = (next, nextIndex)
-                }
-                if listing.isTail && times.count > 2 * keep { times.removeFirst(times.count - keep) }
             }
-            if listing.isTail { times = Array(times.suffix(keep)) }
         } else {
             guard !template.usesTime, let duration = Self.inherited("duration", chain).flatMap(Self.integer), duration > 0 else { return nil }
             var count: UInt64
@@ -205,7 +198,8 @@ extension DASHRewriteRun {
             if let endNumber = Self.inherited("endNumber", chain).flatMap(Self.integer), endNumber >= startNumber {
                 count = min(count, endNumber - startNumber + 1)  // endNumber <= 10^19 - 1 < UInt64.max
             }
-            let first = listing.isTail && count > UInt64(keep) ? count - UInt64(keep) : 0
+            // Live: the newest, as many as the bound allows.
+            let first = listing.isTail ? count - min(count, UInt64(keep), UInt64(max(0, work.segments))) : 0
             for k in first..<(first + min(count - first, UInt64(max(0, work.segments)))) {
                 let (product, overflow) = k.multipliedReportingOverflow(by: duration)
                 guard !overflow, let time = Self.sum(offset, product) else { return nil }
@@ -225,6 +219,30 @@ extension DASHRewriteRun {
             segments.append(DASHSegment(url: url, duration: Double(s.duration) / Double(timescale)))
         }
         return segments
+    }
+
+    /// How many segments timeline entry `s` (the `i`th, starting at `t`) stands for: `@r + 1`;
+    /// for `@r="-1"`, up to the next entry's `@t`, else to `liveEnd` (whole segments only) or
+    /// `periodEnd`. Live (`liveEnd`), only those whole before it. Nil when it cannot be told.
+    static func count(
+        _ s: SegmentTimelineEntries.Entry, at i: Int, t: UInt64, in entries: SegmentTimelineEntries, liveEnd: UInt64?, periodEnd: UInt64?
+    ) -> UInt64? {
+        guard s.d > 0 else { return nil }
+        var count: UInt64
+        if s.r >= 0 {
+            count = UInt64(s.r) + 1
+        } else if i + 1 < entries.items.count {
+            guard let next = entries.items[i + 1].t, next > t else { return nil }
+            count = Self.ceilDiv(next - t, s.d)
+        } else if liveEnd == nil {
+            guard let end = periodEnd, end > t else { return nil }
+            count = Self.ceilDiv(end - t, s.d)
+        } else {
+            count = UInt64.max
+            if let periodEnd, periodEnd > t { count = Self.ceilDiv(periodEnd - t, s.d) }
+        }
+        if let liveEnd { count = min(count, liveEnd > t ? (liveEnd - t) / s.d : 0) }
+        return count
     }
 
     // MARK: SegmentList
@@ -308,8 +326,11 @@ extension DASHRewriteRun {
         guard b.count >= 19, let year = number(0, 4), separator(4, "-"), let month = number(5, 2), separator(7, "-"),
             let day = number(8, 2), separator(10, "T"), let hour = number(11, 2), separator(13, ":"),
             let minute = number(14, 2), separator(16, ":"), let second = number(17, 2),
-            (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
+            (1...12).contains(month), hour < 24, minute < 60, second < 61
         else { return nil }
+        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+        let monthDays = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
+        guard (1...monthDays).contains(day) else { return nil }
         var i = 19
         var fraction = 0.0
         if separator(i, ".") {
@@ -399,6 +420,48 @@ struct ListingWork {
     /// Each segment element's SegmentTimeline and Initialization children, looked up once.
     private var timelines: [Int32: MPDNode?] = [:]
     private var initializations: [Int32: [UInt8]?] = [:]
+
+    /// Each timeline's live tail, by element and timing (`liveTail`).
+    private var tails: [String: [(index: UInt64, time: UInt64, duration: UInt64)]?] = [:]
+
+    /// The newest `keep` segments of `timeline` (index from the first, media time, duration)
+    /// whole before `liveEnd` (when known) and within `periodEnd`: its entries walked once per
+    /// timing, one unit of the bound each, a run of repeats skipped to its end. Nil when the
+    /// timeline cannot be read or the bound ends before its end (an old tail is no tail).
+    mutating func liveTail(of timeline: MPDNode, liveEnd: UInt64?, periodEnd: UInt64?, keep: Int) -> [(index: UInt64, time: UInt64, duration: UInt64)]? {
+        let key = "\(timeline.index) \(liveEnd.map(String.init) ?? "-") \(periodEnd.map(String.init) ?? "-")"
+        if let known = tails[key] { return known }
+        let tail = walkTail(timeline, liveEnd: liveEnd, periodEnd: periodEnd, keep: UInt64(keep))
+        tails[key] = .some(tail)
+        return tail
+    }
+
+    private mutating func walkTail(_ timeline: MPDNode, liveEnd: UInt64?, periodEnd: UInt64?, keep: UInt64) -> [(index: UInt64, time: UInt64, duration: UInt64)]? {
+        guard let entries = entries(of: timeline) else { return nil }
+        var times: [(index: UInt64, time: UInt64, duration: UInt64)] = []
+        var t: UInt64 = 0
+        var index: UInt64 = 0
+        for (i, s) in entries.items.enumerated() {
+            guard segments > 0 else { return nil }
+            segments -= 1
+            if let start = s.t { t = start }
+            guard var count = DASHRewriteRun.count(s, at: i, t: t, in: entries, liveEnd: liveEnd, periodEnd: periodEnd) else { return nil }
+            if count > keep {
+                let (skipped, overflow) = (count - keep).multipliedReportingOverflow(by: s.d)
+                guard !overflow, let later = DASHRewriteRun.sum(t, skipped), let nextIndex = DASHRewriteRun.sum(index, count - keep) else { return nil }
+                (t, index, count) = (later, nextIndex, keep)
+            }
+            for _ in 0..<count {
+                times.append((index, t, s.d))
+                guard let next = DASHRewriteRun.sum(t, s.d), let nextIndex = DASHRewriteRun.sum(index, 1) else { return nil }
+                (t, index) = (next, nextIndex)
+            }
+            if times.count > 2 * Int(keep) { times.removeFirst(times.count - Int(keep)) }
+            // Entries after the edge are not available yet.
+            if let liveEnd, t >= liveEnd { break }
+        }
+        return Array(times.suffix(Int(keep)))
+    }
 
     mutating func entries(of timeline: MPDNode) -> SegmentTimelineEntries? {
         if let known = entries[timeline.index] { return known }
@@ -598,9 +661,10 @@ struct SegmentTimelineEntries {
                     if text.elementsEqual("-1".utf8) {
                         entry.r = -1
                     } else {
-                        // More repeats than a listing takes are as good as that many.
+                        // As written (a static listing stops at its bound; a live tail skips
+                        // to the end of the repeats).
                         guard let v = DASHRewriteRun.integer(Array(text)) else { return nil }
-                        entry.r = Int(min(v, UInt64(DASHRewriteRun.maxListedSegments)))
+                        entry.r = Int(min(v, UInt64(Int.max)))
                     }
                 }
             }
