@@ -32,16 +32,48 @@ final class PlayerTests {
         #expect(viaGateway.count > 100, "ffmpeg decoded frames")
         #expect(viaGateway == fromFiles)
     }
+
+    /// `serve --demo` serves the samples as live streams too (below `/live/`): each media
+    /// playlist loops its segments by the clock, six at a time, moving on a segment every
+    /// 2 s, with a discontinuity where the loop starts again. ffmpeg plays it through the
+    /// gateway as a live stream, and every video frame it decodes is a frame of the samples
+    /// (an audio decoder that joins mid-stream decodes its first frame without the one before).
+    @Test func theDemosLiveStreamPlaysAndMovesOn() async throws {
+        let (gateway, _) = try Live.gateway(["--demo"], environment: ["SWARMGATE_SAMPLES": Live.packageRoot.appendingPathComponent("samples").path])
+        defer { gateway.stop() }
+        let master = try gateway.waitForStderr(#/(http://\S+/live/hls-ts/master\.m3u8)/#)
+        let variant = master.replacing("master.m3u8", with: "low.m3u8")
+        func sequence() async throws -> (Int, String) {
+            let r = try await HTTP.get(variant)
+            #expect(r.status == 200)
+            let n = Int(try #require(r.text.firstMatch(of: #/#EXT-X-MEDIA-SEQUENCE:(\d+)/#)).1)!
+            return (n, r.text)
+        }
+        let (first, text) = try await sequence()
+        #expect(!text.contains("#EXT-X-ENDLIST") && !text.contains("PLAYLIST-TYPE"))
+        #expect(text.split(separator: "\n").filter { $0.hasPrefix("#EXTINF") }.count == 6)
+        #expect(text.split(separator: "\n").filter { !$0.hasPrefix("#") }.allSatisfy { $0.contains("/hls.vod.p2p.com/") })
+        try await Task.sleep(for: .milliseconds(2100))
+        let later = try await sequence().0
+        #expect(later == first + 1 || later == first + 2, "2.1 s later: one or two 2 s segments on (\(first) → \(later))")
+
+        let live = try Players.framemd5(master, streams: "0:v", seconds: 3)
+        let samples = Live.packageRoot.appendingPathComponent("samples/hls-ts/master.m3u8").path
+        let vod = Set(try Players.framemd5(samples, streams: "0:v").map { $0.split(separator: ",").last })
+        #expect(live.count > 50, "ffmpeg decoded frames")
+        #expect(live.allSatisfy { vod.contains($0.split(separator: ",").last) }, "every frame is one of the samples'")
+    }
 }
 
 enum Players {
     static let ffmpeg: String? = ["/usr/bin/ffmpeg", "/usr/local/bin/ffmpeg"].first { FileManager.default.isExecutableFile(atPath: $0) }
 
     /// One line per decoded frame of every stream, with its checksum.
-    static func framemd5(_ input: String) throws -> [Substring] {
+    static func framemd5(_ input: String, streams: String = "0", seconds: Int? = nil) throws -> [Substring] {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: ffmpeg!)
-        p.arguments = ["-hide_banner", "-loglevel", "error", "-allowed_extensions", "ALL", "-i", input, "-map", "0", "-f", "framemd5", "-"]
+        let length = seconds.map { ["-t", String($0)] } ?? []
+        p.arguments = ["-hide_banner", "-loglevel", "error", "-allowed_extensions", "ALL", "-i", input, "-map", streams] + length + ["-f", "framemd5", "-"]
         let out = Pipe()
         p.standardOutput = out
         p.standardError = FileHandle.nullDevice

@@ -100,7 +100,10 @@ struct ServeCommand: AsyncParsableCommand {
             var text = "swarmgate \(GatewayResponder.version) listening on \(configuration.host):\(port), public URL \(publicURL)\n"
             if let demo {
                 text += "demo origin on http://\(demo)/ serving the samples; open one of these in a player (ffplay, mpv, VLC):\n"
-                for path in ["hls-ts/master.m3u8", "hls-fmp4/index.m3u8", "hls-byterange/index.m3u8", "hls-aes/index.m3u8", "dash/manifest.mpd"] {
+                for path in [
+                    "hls-ts/master.m3u8", "hls-fmp4/index.m3u8", "hls-byterange/index.m3u8", "hls-aes/index.m3u8", "dash/manifest.mpd",
+                    "live/hls-ts/master.m3u8", "live/hls-fmp4/index.m3u8",
+                ] {
                     text += "  \(publicURL)/hls.vod.p2p.com/\(demo)/\(path)\n"
                 }
             }
