@@ -57,7 +57,8 @@ CDN_RTTS = (0, 20)  # ms: the CDN on loopback, and one a round trip away
 # a player asks, as before).
 LIVE_STEPS, LIVE_STEP, LIVE_SPREAD, LIVE_WINDOW = 12, 1.0, 0.6, 6
 LIVE_VARIANTS = (("", []), (", nodes --await-preparation", ["--await-preparation"]),
-                 (", nodes --read-ahead 0 (no live tail)", ["--read-ahead", "0"]))
+                 (", nodes --read-ahead 0 (no live tail)", ["--read-ahead", "0"]),
+                 (", nodes --await-preparation --read-ahead 0", ["--await-preparation", "--read-ahead", "0"]))
 STAGGER = 1.0  # seconds between one player's start and the next one's
 PLAYER_TIMEOUT = 300  # seconds a whole run of players may take
 
@@ -245,14 +246,17 @@ def swarm_run(swarmgate, tmp, secret_file, origin_port, n, node_flags=(), tracke
     return times, received, sent
 
 
-def live_run(swarmgate, tmp, secret_file, origin_port, n, node_flags=()):
+def live_run(swarmgate, tmp, secret_file, origin_port, n, node_flags=(), dash=False):
     """A live stream through a tracker and n nodes, one player per node at the live edge. Every
     LIVE_STEP seconds the origin's playlist gains a segment (LIVE_WINDOW listed); each player
     reads its node's playlist at its own moment within the step (spread over the first
     LIVE_SPREAD of it) and fetches the newest segment (at its first read, the last three, where
-    players start), a 302 followed. Returns the media bytes the players received, those the
-    origin sent, the players' 302s and every segment's seconds."""
+    players start), a 302 followed. With `dash`, the stream is a dynamic MPD whose
+    Representation "hi" the players play (its initialization first; "lo" is not played).
+    Returns the media bytes the players received, those the origin sent (for "hi", and for
+    "lo"), the players' 302s and every segment's seconds."""
     name = f"live{n}-{secrets.token_hex(4)}"
+    objects = f"{name}-hi" if dash else name
     with swarm(swarmgate, tmp, secret_file, origin_port, n, name, node_flags) as ports:
         redirects, received, errors, times = [0] * n, [0] * n, [], [[] for _ in range(n)]
         begin = time.time() + 0.5
@@ -261,12 +265,23 @@ def live_run(swarmgate, tmp, secret_file, origin_port, n, node_flags=()):
             try:
                 for step in range(LIVE_STEPS):
                     time.sleep(max(0, begin + step * LIVE_STEP + LIVE_SPREAD * i / n - time.time()))
+                    kind = f"dashlive/{name}.mpd" if dash else f"live/{name}.m3u8"
                     playlist = (f"http://127.0.0.1:{ports[i]}/hls.vod.p2p.com/127.0.0.1:{origin_port}"
-                                f"/live/{name}.m3u8?segments={LIVE_WINDOW}&first={step}&size={SIZE}")
+                                f"/{kind}?segments={LIVE_WINDOW}&first={step}&size={SIZE}")
                     status, _, body = get(playlist)
                     if status != 200:
                         raise RuntimeError(f"{playlist}: {status}")
-                    urls = [urljoin(playlist, line) for line in body.decode().splitlines() if line and not line.startswith("#")]
+                    if dash:
+                        def filled(attribute, number=0):
+                            template = re.search(attribute + r'="([^"]+)"', body.decode()).group(1).replace("&amp;", "&")
+                            return urljoin(playlist, template.replace("$RepresentationID$", "hi").replace("$Number$", str(number)))
+                        if step == 0:
+                            status, location, _ = get(filled("initialization"))
+                            if status == 302 and location:
+                                get(urljoin(playlist, location))
+                        urls = [filled("media", k) for k in range(step, step + LIVE_WINDOW)]
+                    else:
+                        urls = [urljoin(playlist, line) for line in body.decode().splitlines() if line and not line.startswith("#")]
                     first = step + LIVE_WINDOW - (3 if step == 0 else 1)
                     for k, url in zip(range(first, step + LIVE_WINDOW), urls[first - step:]):
                         start = time.perf_counter()
@@ -275,7 +290,7 @@ def live_run(swarmgate, tmp, secret_file, origin_port, n, node_flags=()):
                             redirects[i] += 1
                             status, _, data = get(urljoin(url, location))
                         times[i].append(time.perf_counter() - start)
-                        if status != 200 or data != segment_bytes(name, k, SIZE):
+                        if status != 200 or data != segment_bytes(objects, k, SIZE):
                             raise RuntimeError(f"{url}: {status}, {len(data)} bytes")
                         received[i] += len(data)
             except Exception as e:  # reported by the caller's thread
@@ -287,8 +302,9 @@ def live_run(swarmgate, tmp, secret_file, origin_port, n, node_flags=()):
             t.join(PLAYER_TIMEOUT)
         if errors or any(t.is_alive() for t in threads):
             raise errors[0] if errors else RuntimeError("live players still running")
-        sent = origin_bytes(origin_port, name, timeout=60)
-    return sum(received), sent, sum(redirects), [t for ts in times for t in ts]
+        sent = origin_bytes(origin_port, objects, timeout=60)
+        unplayed = origin_bytes(origin_port, f"{name}-lo", settle=0.2) if dash else 0
+    return sum(received), sent, unplayed, sum(redirects), [t for ts in times for t in ts]
 
 
 def run(swarmgate, python, rows, row):
@@ -347,11 +363,20 @@ def live(swarmgate, tmp, secret_file, origin_port, where, row):
     newest segments prepared as nodes read the playlist."""
     for n in NODE_COUNTS:
         for label, flags in LIVE_VARIANTS:
-            received, sent, redirects, times = live_run(swarmgate, tmp, secret_file, origin_port, n, flags)
+            received, sent, _, redirects, times = live_run(swarmgate, tmp, secret_file, origin_port, n, flags)
             offload, ideal = 1 - sent / received, 1 - 1 / n
             row(f"live: {n} nodes at the live edge, {LIVE_STEPS} new segments, {where}{label}",
                 f"{offload:.2f} ({sent / 1e6:.1f} of {received / 1e6:.1f} MB from the origin; {redirects} players' segments "
                 f"sent there; p95 segment {p95(times) * 1000:.0f} ms)",
+                f"{ideal:.2f} ideal (1 - 1/{n})", f"{offload / ideal:.2f}x ideal", "-", True)
+    # The same as a dynamic MPD of two Representations, one played.
+    for n in NODE_COUNTS:
+        for label, flags in LIVE_VARIANTS[:2]:
+            received, sent, unplayed, redirects, times = live_run(swarmgate, tmp, secret_file, origin_port, n, flags, dash=True)
+            offload, ideal = 1 - sent / received, 1 - 1 / n
+            row(f"live DASH: {n} nodes at the live edge of a dynamic MPD, one Representation played, {LIVE_STEPS} new segments, {where}{label}",
+                f"{offload:.2f} ({sent / 1e6:.1f} of {received / 1e6:.1f} MB from the origin, {unplayed / 1e6:.1f} MB of the other "
+                f"Representation; {redirects} players' segments sent there; p95 segment {p95(times) * 1000:.0f} ms)",
                 f"{ideal:.2f} ideal (1 - 1/{n})", f"{offload / ideal:.2f}x ideal", "-", True)
 
 

@@ -428,9 +428,8 @@ public final class GatewayResponder: HTTPResponder {
 
     /// Queues the newest segments of a live playlist for preparation, each once, as the node
     /// reads it (`LiveTail`): a new segment's preparation starts with the first node that sees
-    /// it, not with its first player's request, and with `--await-preparation` no player of
-    /// it is sent to the origin. Older segments (a long live or event playlist's past) are
-    /// prepared only when a player asks.
+    /// it, not with its first player's request. Older segments (a long live or event
+    /// playlist's past) are prepared only when a player asks.
     func prepareLiveTail(_ references: [HLSReference], xresid: XResID, playlistQuery: String?) {
         let listed = references.filter { $0.role == .segment || $0.role == .map }
         let tail = LiveTail.of(listed, isInitialization: { $0.role == .map }, duration: \.duration)
