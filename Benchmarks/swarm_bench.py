@@ -259,6 +259,7 @@ def live_run(swarmgate, tmp, secret_file, origin_port, n, node_flags=(), dash=Fa
     objects = f"{name}-hi" if dash else name
     with swarm(swarmgate, tmp, secret_file, origin_port, n, name, node_flags) as ports:
         redirects, received, errors, times = [0] * n, [0] * n, [], [[] for _ in range(n)]
+        playlist_times = [[] for _ in range(n)]
         begin = time.time() + 0.5
 
         def player(i):
@@ -268,7 +269,9 @@ def live_run(swarmgate, tmp, secret_file, origin_port, n, node_flags=(), dash=Fa
                     kind = f"dashlive/{name}.mpd" if dash else f"live/{name}.m3u8"
                     playlist = (f"http://127.0.0.1:{ports[i]}/hls.vod.p2p.com/127.0.0.1:{origin_port}"
                                 f"/{kind}?segments={LIVE_WINDOW}&first={step}&size={SIZE}")
+                    start = time.perf_counter()
                     status, _, body = get(playlist)
+                    playlist_times[i].append(time.perf_counter() - start)
                     if status != 200:
                         raise RuntimeError(f"{playlist}: {status}")
                     if dash:
@@ -304,7 +307,8 @@ def live_run(swarmgate, tmp, secret_file, origin_port, n, node_flags=(), dash=Fa
             raise errors[0] if errors else RuntimeError("live players still running")
         sent = origin_bytes(origin_port, objects, timeout=60)
         unplayed = origin_bytes(origin_port, f"{name}-lo", settle=0.2) if dash else 0
-    return sum(received), sent, unplayed, sum(redirects), [t for ts in times for t in ts]
+    return (sum(received), sent, unplayed, sum(redirects), [t for ts in times for t in ts],
+            [t for ts in playlist_times for t in ts])
 
 
 def run(swarmgate, python, rows, row):
@@ -363,20 +367,21 @@ def live(swarmgate, tmp, secret_file, origin_port, where, row):
     newest segments prepared as nodes read the playlist."""
     for n in NODE_COUNTS:
         for label, flags in LIVE_VARIANTS:
-            received, sent, _, redirects, times = live_run(swarmgate, tmp, secret_file, origin_port, n, flags)
+            received, sent, _, redirects, times, playlists = live_run(swarmgate, tmp, secret_file, origin_port, n, flags)
             offload, ideal = 1 - sent / received, 1 - 1 / n
             row(f"live: {n} nodes at the live edge, {LIVE_STEPS} new segments, {where}{label}",
                 f"{offload:.2f} ({sent / 1e6:.1f} of {received / 1e6:.1f} MB from the origin; {redirects} players' segments "
-                f"sent there; p95 segment {p95(times) * 1000:.0f} ms)",
+                f"sent there; p95 segment {p95(times) * 1000:.0f} ms, playlist {p95(playlists) * 1000:.0f} ms)",
                 f"{ideal:.2f} ideal (1 - 1/{n})", f"{offload / ideal:.2f}x ideal", "-", True)
     # The same as a dynamic MPD of two Representations, one played.
     for n in NODE_COUNTS:
         for label, flags in LIVE_VARIANTS[:2]:
-            received, sent, unplayed, redirects, times = live_run(swarmgate, tmp, secret_file, origin_port, n, flags, dash=True)
+            received, sent, unplayed, redirects, times, playlists = live_run(swarmgate, tmp, secret_file, origin_port, n, flags, dash=True)
             offload, ideal = 1 - sent / received, 1 - 1 / n
             row(f"live DASH: {n} nodes at the live edge of a dynamic MPD, one Representation played, {LIVE_STEPS} new segments, {where}{label}",
                 f"{offload:.2f} ({sent / 1e6:.1f} of {received / 1e6:.1f} MB from the origin, {unplayed / 1e6:.1f} MB of the other "
-                f"Representation; {redirects} players' segments sent there; p95 segment {p95(times) * 1000:.0f} ms)",
+                f"Representation; {redirects} players' segments sent there; p95 segment {p95(times) * 1000:.0f} ms, MPD "
+                f"{p95(playlists) * 1000:.0f} ms)",
                 f"{ideal:.2f} ideal (1 - 1/{n})", f"{offload / ideal:.2f}x ideal", "-", True)
 
 

@@ -26,9 +26,10 @@ public final class GatewayResponder: HTTPResponder {
     public let uploads: UploadSwitch
     let variables: StreamVariables
     let queuedPlaylists = RecentlyQueued(interval: .seconds(60))
-    /// Live playlists whose newest segments were looked at lately (once a second at most), and
-    /// the live objects queued for preparation (each once).
+    /// Live playlists and MPDs whose newest segments were looked at lately (`liveListingDue`:
+    /// by time, and by content), and the live objects queued for preparation (each once).
     let liveRefreshes = RecentlyQueued(interval: .seconds(1))
+    let liveVersions = RecentlyQueued(interval: .seconds(600))
     let liveQueued = RecentlyQueued(interval: .seconds(600))
     /// The Representations of live MPDs that this node's players play.
     let liveRepresentations = LiveRepresentations()
@@ -301,6 +302,8 @@ public final class GatewayResponder: HTTPResponder {
         let format = ManifestFormat.detect(body: body, contentType: answer.header("content-type"), path: effective.path) ?? .hls
         let output: [UInt8]
         let contentType: String
+        // A live playlist's new segments, whose preparation its answer waits for.
+        var held: [(key: ObjectKey, url: String, duration: Double?)] = []
         do {
             switch format {
             case .hls:
@@ -311,7 +314,7 @@ public final class GatewayResponder: HTTPResponder {
                 let vod = Self.isVOD(body)
                 let readAhead = vod && queuedPlaylists.claim(playlist)
                 // Renditions may differ by query only (`live.m3u8?v=hi`).
-                let liveTail = !vod && configuration.readAhead != .zero && liveRefreshes.claim(playlist + "?" + (effective.query ?? ""))
+                let liveTail = !vod && configuration.readAhead != .zero && liveListingDue(playlist + "?" + (effective.query ?? ""), body)
                 let options = hlsOptions(proxy, collectReferences: readAhead || liveTail)
                 let result = try HLSRewriter(playlistURL: effective, options: options).rewrite(body)
                 if result.kind == .master, !result.variables.isEmpty { variables.set(proxy.xresid.value, result.variables) }
@@ -319,7 +322,7 @@ public final class GatewayResponder: HTTPResponder {
                     prepareAhead(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query)
                 }
                 if liveTail && result.kind == .media {
-                    prepareLiveTail(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query)
+                    held = prepareLiveTail(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query).filter { $0.duration != nil }
                 }
                 output = result.output
                 contentType = "application/vnd.apple.mpegurl"
@@ -335,12 +338,13 @@ public final class GatewayResponder: HTTPResponder {
                 if rewrite.isDynamic {
                     // One MPD lists every Representation: claimed per path, not per query
                     // (per-viewer tokens would list it once per viewer).
-                    if configuration.readAhead != .zero && liveRefreshes.claim(mpd) {
+                    // Listing a live tail is cheap: done before the answer, which waits for
+                    // the new segments as a live playlist's does.
+                    if configuration.readAhead != .zero && liveListingDue(mpd, body) {
                         // The origin's clock, as its Date says (its live edge), else ours.
                         let now = answer.header("date").flatMap(Self.httpDate) ?? Date().timeIntervalSince1970
-                        Task.detached(priority: .utility) { [self] in
-                            guard let listed = try? rewriteDASH(body, url: effective, xresid: proxy.xresid, collectSegments: true, now: now) else { return }
-                            prepareLiveTails(listed.segments, xresid: proxy.xresid, mpdQuery: query, mpd: mpd)
+                        if let listed = try? rewriteDASH(body, url: effective, xresid: proxy.xresid, collectSegments: true, now: now) {
+                            held = prepareLiveTails(listed.segments, xresid: proxy.xresid, mpdQuery: query, mpd: mpd).filter { $0.duration != nil }
                         }
                     }
                 } else if queuedPlaylists.claim(mpd) {
@@ -354,6 +358,7 @@ public final class GatewayResponder: HTTPResponder {
         } catch {
             throw GatewayFailure(.badGateway, "origin sent a manifest that cannot be rewritten: \(error)")
         }
+        if !held.isEmpty { await holdForLiveTail(held) }
         var headers: HTTPFields = [.contentType: contentType]
         for name in ["cache-control", "expires", "last-modified"] {
             if let v = answer.header(name), let field = HTTPField.Name(name) { headers[field] = v }
@@ -368,6 +373,15 @@ public final class GatewayResponder: HTTPResponder {
         f.timeZone = TimeZone(identifier: "GMT")
         f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
         return f.date(from: text.trimmingCharacters(in: .whitespaces))?.timeIntervalSince1970
+    }
+
+    /// Whether live list `name` (a playlist or an MPD) is to be listed for its tail now: its
+    /// content changed since this node last listed it (new segments: at once, whoever reads
+    /// it), else once a second at most (a template MPD's tail moves with the clock alone).
+    func liveListingDue(_ name: String, _ body: [UInt8]) -> Bool {
+        var h = Hasher()
+        body.withUnsafeBytes { h.combine(bytes: $0) }
+        return liveVersions.claim(name + " " + String(h.finalize())) || liveRefreshes.claim(name)
     }
 
     /// Whether a media playlist is VOD (its segment list is final).
@@ -430,21 +444,58 @@ public final class GatewayResponder: HTTPResponder {
     /// reads it (`LiveTail`): a new segment's preparation starts with the first node that sees
     /// it, not with its first player's request. Older segments (a long live or event
     /// playlist's past) are prepared only when a player asks.
-    func prepareLiveTail(_ references: [HLSReference], xresid: XResID, playlistQuery: String?) {
+    @discardableResult
+    func prepareLiveTail(_ references: [HLSReference], xresid: XResID, playlistQuery: String?) -> [(key: ObjectKey, url: String, duration: Double?)] {
         let listed = references.filter { $0.role == .segment || $0.role == .map }
         let tail = LiveTail.of(listed, isInitialization: { $0.role == .map }, duration: \.duration)
-        prepareLiveTail(mediaObjects(tail, xresid: xresid, playlistQuery: playlistQuery))
+        return prepareLiveTail(mediaObjects(tail, xresid: xresid, playlistQuery: playlistQuery))
     }
 
     /// Queues the objects of a live tail for preparation, each one once (not while the tracker
-    /// is away: they would be dropped, and not queued again when it is back).
-    func prepareLiveTail(_ tail: [(key: ObjectKey, url: String, duration: Double?)]) {
-        guard node.preparesNow else { return }
+    /// is away: they would be dropped, and not queued again when it is back). Returns those
+    /// queued now.
+    @discardableResult
+    func prepareLiveTail(_ tail: [(key: ObjectKey, url: String, duration: Double?)]) -> [(key: ObjectKey, url: String, duration: Double?)] {
+        guard node.preparesNow else { return [] }
         let objects = tail.filter { liveQueued.claim($0.key.id) }
-        guard !objects.isEmpty else { return }
+        guard !objects.isEmpty else { return [] }
         let refs = objects.map { ObjectRef(key: $0.key, url: $0.url, duration: $0.duration) }
         let node = node
         Task.detached(priority: .utility) { node.prepareAhead(refs, whole: true) }
+        return objects
+    }
+
+    /// Holds a live playlist's answer until the new segments it lists are ready in the swarm,
+    /// for `liveHold` at most: its players ask for a new segment the moment they see it, and
+    /// would otherwise be sent to the origin (302) while the first request prepares it. This
+    /// node then has their checksums, and its players get them from the swarm. A node that
+    /// reads the playlist after another made them ready is not held.
+    func holdForLiveTail(_ segments: [(key: ObjectKey, url: String, duration: Double?)]) async {
+        let hold = Self.liveHold(segmentSeconds: segments.compactMap(\.duration).max())
+        let (done, finish) = AsyncStream.makeStream(of: Void.self)
+        let node = node
+        for s in segments {
+            Task {
+                _ = await node.resolve(s.key, url: s.url, wait: .zero, readyWithin: hold)
+                finish.yield()
+            }
+        }
+        let timer = Task {
+            try? await Task.sleep(for: hold)
+            finish.finish()
+        }
+        var ended = 0
+        for await _ in done {
+            ended += 1
+            if ended == segments.count { break }
+        }
+        timer.cancel()
+    }
+
+    /// How long a live playlist's answer may wait for its new segments: a quarter of a
+    /// segment's duration, from 0.25 s to 1 s (a live player's buffer holds several segments).
+    static func liveHold(segmentSeconds: Double?) -> Duration {
+        .milliseconds(Int64(min(max((segmentSeconds ?? 4) / 4, 0.25), 1) * 1000))
     }
 
     /// Queues a list's objects (in playback order) for preparation, in the background;

@@ -1,4 +1,5 @@
 import Manifest
+import PieceStore
 import Synchronization
 
 extension GatewayResponder {
@@ -32,15 +33,18 @@ extension GatewayResponder {
     /// (`LiveRepresentations`), each object once, as a live playlist's: the MPD lists every
     /// Representation, and a player plays one of each kind. The objects listed are
     /// remembered, so that a player's request of one marks its Representation as played.
-    func prepareLiveTails(_ lists: [DASHSegmentList], xresid: XResID, mpdQuery: String?, mpd: String) {
+    /// Returns the objects queued now.
+    func prepareLiveTails(_ lists: [DASHSegmentList], xresid: XResID, mpdQuery: String?, mpd: String) -> [(key: ObjectKey, url: String, duration: Double?)] {
+        var queued: [(key: ObjectKey, url: String, duration: Double?)] = []
         for list in lists {
             let items = list.segments.lazy.compactMap { s in (try? OriginURL(s.url)).map { (origin: $0, duration: s.duration) } }
             let objects = listedObjects(items, xresid: xresid, listQuery: mpdQuery)
             // By @id, which stays when Periods come and go (by place only without one).
             let representation = mpd + " " + (list.representationID.map { "id " + $0 } ?? "#\(list.position)")
             liveRepresentations.listed(objects.map(\.key.id), of: representation)
-            if liveRepresentations.isPlayed(representation) { prepareLiveTail(objects) }
+            if liveRepresentations.isPlayed(representation) { queued += prepareLiveTail(objects) }
         }
+        return queued
     }
 }
 

@@ -57,7 +57,9 @@ final class PlayerTests {
         let later = try await sequence().0
         #expect(later == first + 1 || later == first + 2, "2.1 s later: one or two 2 s segments on (\(first) → \(later))")
 
-        let live = try Players.framemd5(master, streams: "0:v", seconds: 3)
+        // 40 frames of each variant (1.6 s at 25 fps, within one segment): a count, not a
+        // time, as the loop's timestamps go back where it starts again.
+        let live = try Players.framemd5(master, streams: "0:v", frames: 40)
         let samples = Live.packageRoot.appendingPathComponent("samples/hls-ts/master.m3u8").path
         let vod = Set(try Players.framemd5(samples, streams: "0:v").map { $0.split(separator: ",").last })
         #expect(live.count > 50, "ffmpeg decoded frames")
@@ -69,18 +71,22 @@ enum Players {
     static let ffmpeg: String? = ["/usr/bin/ffmpeg", "/usr/local/bin/ffmpeg"].first { FileManager.default.isExecutableFile(atPath: $0) }
 
     /// One line per decoded frame of every stream, with its checksum.
-    static func framemd5(_ input: String, streams: String = "0", seconds: Int? = nil) throws -> [Substring] {
+    /// ffmpeg is stopped after `timeout` (a live input it cannot finish would hold the suite).
+    static func framemd5(_ input: String, streams: String = "0", frames: Int? = nil, timeout: TimeInterval = 60) throws -> [Substring] {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: ffmpeg!)
-        let length = seconds.map { ["-t", String($0)] } ?? []
+        let length = frames.map { ["-frames:v", String($0)] } ?? []
         p.arguments = ["-hide_banner", "-loglevel", "error", "-allowed_extensions", "ALL", "-i", input, "-map", streams] + length + ["-f", "framemd5", "-"]
         let out = Pipe()
         p.standardOutput = out
         p.standardError = FileHandle.nullDevice
         p.standardInput = FileHandle.nullDevice
         try p.run()
+        let watchdog = DispatchWorkItem { if p.isRunning { p.terminate() } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
         let data = out.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()
+        watchdog.cancel()
         guard p.terminationStatus == 0 else { throw TestFailure("ffmpeg failed on \(input)") }
         return String(decoding: data, as: UTF8.self).split(separator: "\n").filter { !$0.hasPrefix("#") }
     }

@@ -400,6 +400,29 @@ final class SwarmTransferTests {
         }
     }
 
+    /// A live playlist's answer waits (briefly) for the new segments it lists to be ready in
+    /// the swarm: players ask for a new segment the moment they see it, and are then served
+    /// from the swarm instead of being sent to the origin while the first request prepares it,
+    /// from the first node that reads the playlist on. A node that reads it after another made
+    /// them ready is not held.
+    @Test func aLivePlaylistsAnswerWaitsForTheNewSegmentsItLists() async throws {
+        let swarm = try twoNodes()
+        defer { swarm.stop() }
+        let name = "livehold"
+        for (first, port) in [(0, swarm.portA), (0, swarm.portB), (1, swarm.portB), (1, swarm.portA), (2, swarm.portA)] {
+            let list = try await HTTP.get(
+                "http://127.0.0.1:\(port)/hls.vod.p2p.com/127.0.0.1:\(swarm.originPort)/live/\(name).m3u8?segments=10&first=\(first)&size=200000")
+            #expect(list.status == 200)
+            // The newest segment, at once, as a player does.
+            let newest = try await HTTP.get(try #require(Self.segmentURLs(list).last))
+            #expect(newest.status == 200 && newest.body == Self.segment(name, first + 9), "segment \(first + 9) from \(port): \(newest.status)")
+        }
+        for port in [swarm.portA, swarm.portB] {
+            let fallbacks = try await Self.stat(port)["fallbacks"] as? [String: Int] ?? [:]
+            #expect(fallbacks["checksums_not_ready", default: 0] == 0, "no player was sent to the origin: \(fallbacks)")
+        }
+    }
+
     /// A node cannot make the registry drop a good copy: on `changed`, the registry fetches the
     /// piece from the origin itself, and a piece that still matches changes nothing; nor does
     /// a URL whose query selects other bytes under the same ETag, nor a piece index below 0.
