@@ -30,6 +30,9 @@ public final class GatewayResponder: HTTPResponder {
     /// by time, and by content), and the live objects queued for preparation (each once).
     let liveRefreshes = RecentlyQueued(interval: .seconds(1))
     let liveVersions = RecentlyQueued(interval: .seconds(600))
+    /// Holds of live lists' answers under way (`holdForLiveTail`), by list: its other readers
+    /// meanwhile wait for the same hold.
+    let liveHolds = LiveHolds()
     let liveQueued = RecentlyQueued(interval: .seconds(600))
     /// The Representations of live MPDs that this node's players play.
     let liveRepresentations = LiveRepresentations()
@@ -302,8 +305,10 @@ public final class GatewayResponder: HTTPResponder {
         let format = ManifestFormat.detect(body: body, contentType: answer.header("content-type"), path: effective.path) ?? .hls
         let output: [UInt8]
         let contentType: String
-        // A live playlist's new segments, whose preparation its answer waits for.
+        // A live playlist's new segments, whose preparation its answer waits for, and the
+        // list whose hold under way (another reader's) it waits for too.
         var held: [(key: ObjectKey, url: String, duration: Double?)] = []
+        var holdName: String?
         do {
             switch format {
             case .hls:
@@ -313,8 +318,12 @@ public final class GatewayResponder: HTTPResponder {
                 let playlist = proxy.xresid.value + " " + effective.authority + effective.path
                 let vod = Self.isVOD(body)
                 let readAhead = vod && queuedPlaylists.claim(playlist)
-                // Renditions may differ by query only (`live.m3u8?v=hi`).
-                let liveTail = !vod && configuration.readAhead != .zero && liveListingDue(playlist + "?" + (effective.query ?? ""), body)
+                // Renditions may differ by query only (`live.m3u8?v=hi`); a low-latency
+                // playlist's blocking reloads (`_HLS_msn`) do not, and are not held: their
+                // players fetch a new segment's parts before it is whole.
+                let lowLatency = !vod && Self.contains(body, Self.partTag)
+                let live = !vod && configuration.readAhead != .zero
+                let liveTail = live && liveListingDue(lowLatency ? playlist : playlist + "?" + (effective.query ?? ""), body)
                 let options = hlsOptions(proxy, collectReferences: readAhead || liveTail)
                 let result = try HLSRewriter(playlistURL: effective, options: options).rewrite(body)
                 if result.kind == .master, !result.variables.isEmpty { variables.set(proxy.xresid.value, result.variables) }
@@ -322,8 +331,10 @@ public final class GatewayResponder: HTTPResponder {
                     prepareAhead(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query)
                 }
                 if liveTail && result.kind == .media {
-                    held = prepareLiveTail(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query).filter { $0.duration != nil }
+                    let queued = prepareLiveTail(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query)
+                    if !lowLatency { held = queued.filter { $0.duration != nil } }
                 }
+                if live && !lowLatency && result.kind == .media { holdName = playlist }
                 output = result.output
                 contentType = "application/vnd.apple.mpegurl"
             case .dash:
@@ -338,15 +349,23 @@ public final class GatewayResponder: HTTPResponder {
                 if rewrite.isDynamic {
                     // One MPD lists every Representation: claimed per path, not per query
                     // (per-viewer tokens would list it once per viewer).
-                    // Listing a live tail is cheap: done before the answer, which waits for
-                    // the new segments as a live playlist's does.
+                    // Listing a live tail of a short MPD is cheap: done before the answer,
+                    // which waits for the new segments as a live playlist's does; a long
+                    // one's after the answer, without the wait.
                     if configuration.readAhead != .zero && liveListingDue(mpd, body) {
                         // The origin's clock, as its Date says (its live edge), else ours.
                         let now = answer.header("date").flatMap(Self.httpDate) ?? Date().timeIntervalSince1970
-                        if let listed = try? rewriteDASH(body, url: effective, xresid: proxy.xresid, collectSegments: true, now: now) {
-                            held = prepareLiveTails(listed.segments, xresid: proxy.xresid, mpdQuery: query, mpd: mpd).filter { $0.duration != nil }
+                        let list: @Sendable () -> [(key: ObjectKey, url: String, duration: Double?)] = { [self] in
+                            guard let listed = try? rewriteDASH(body, url: effective, xresid: proxy.xresid, collectSegments: true, now: now) else { return [] }
+                            return prepareLiveTails(listed.segments, xresid: proxy.xresid, mpdQuery: query, mpd: mpd)
+                        }
+                        if body.count <= Self.inlineLiveMPDSize {
+                            held = list().filter { $0.duration != nil }
+                        } else {
+                            Task.detached(priority: .utility) { _ = list() }
                         }
                     }
+                    if configuration.readAhead != .zero && body.count <= Self.inlineLiveMPDSize { holdName = mpd }
                 } else if queuedPlaylists.claim(mpd) {
                     Task.detached(priority: .utility) { [self] in
                         guard let listed = try? rewriteDASH(body, url: effective, xresid: proxy.xresid, collectSegments: true) else { return }
@@ -358,7 +377,12 @@ public final class GatewayResponder: HTTPResponder {
         } catch {
             throw GatewayFailure(.badGateway, "origin sent a manifest that cannot be rewritten: \(error)")
         }
-        if !held.isEmpty { await holdForLiveTail(held) }
+        if !held.isEmpty, let holdName {
+            let segments = held
+            await liveHolds.start(holdName) { [self] in await holdForLiveTail(segments) }.value
+        } else if let holdName, let under = liveHolds.current(holdName) {
+            await under.value
+        }
         var headers: HTTPFields = [.contentType: contentType]
         for name in ["cache-control", "expires", "last-modified"] {
             if let v = answer.header(name), let field = HTTPField.Name(name) { headers[field] = v }
@@ -381,8 +405,15 @@ public final class GatewayResponder: HTTPResponder {
     func liveListingDue(_ name: String, _ body: [UInt8]) -> Bool {
         var h = Hasher()
         body.withUnsafeBytes { h.combine(bytes: $0) }
-        return liveVersions.claim(name + " " + String(h.finalize())) || liveRefreshes.claim(name)
+        let changed = liveVersions.claim(name + " " + String(h.finalize()))
+        let due = liveRefreshes.claim(name)
+        return changed || due
     }
+
+    static let partTag = Array("#EXT-X-PART:".utf8)
+    /// The largest live MPD whose tail is listed before its answer (a long DVR timeline's
+    /// listing takes milliseconds).
+    static let inlineLiveMPDSize = 256 << 10
 
     /// Whether a media playlist is VOD (its segment list is final).
     static func isVOD(_ body: [UInt8]) -> Bool {
@@ -495,7 +526,8 @@ public final class GatewayResponder: HTTPResponder {
     /// How long a live playlist's answer may wait for its new segments: a quarter of a
     /// segment's duration, from 0.25 s to 1 s (a live player's buffer holds several segments).
     static func liveHold(segmentSeconds: Double?) -> Duration {
-        .milliseconds(Int64(min(max((segmentSeconds ?? 4) / 4, 0.25), 1) * 1000))
+        let seconds = segmentSeconds.flatMap { $0.isFinite ? $0 : nil } ?? 4
+        return .milliseconds(Int64(min(max(seconds / 4, 0.25), 1) * 1000))
     }
 
     /// Queues a list's objects (in playback order) for preparation, in the background;
@@ -662,6 +694,28 @@ final class PlayOrder: Sendable {
 }
 
 /// Names claimed at most once per interval (a bounded memo, not a registry).
+/// Holds under way, by name: one task each, which the readers of that name wait for.
+final class LiveHolds: Sendable {
+    private let holds = Mutex<(next: UInt64, tasks: [String: (id: UInt64, task: Task<Void, Never>)])>((0, [:]))
+
+    /// Starts `work` as the hold of `name` (replacing one under way) and returns it.
+    func start(_ name: String, _ work: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
+        holds.withLock { h in
+            h.next += 1
+            let id = h.next
+            let task = Task { [weak self] in
+                await work()
+                self?.holds.withLock { h in if h.tasks[name]?.id == id { h.tasks[name] = nil } }
+            }
+            h.tasks[name] = (id, task)
+            return task
+        }
+    }
+
+    /// The hold of `name` under way, if any.
+    func current(_ name: String) -> Task<Void, Never>? { holds.withLock { $0.tasks[name]?.task } }
+}
+
 final class RecentlyQueued: Sendable {
     let interval: Duration
     private let claimed = Mutex<[String: ContinuousClock.Instant]>([:])

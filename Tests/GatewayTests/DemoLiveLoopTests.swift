@@ -44,6 +44,22 @@ struct DemoLiveLoopTests {
         #expect(!later.contains("ENDLIST") && !later.contains("PLAYLIST-TYPE"))
     }
 
+    /// Segments of different lengths: the window ends at the last segment that has ended,
+    /// never one after a segment still playing, and the sequence never goes back.
+    @Test func segmentsOfDifferentLengthsEndInOrder() throws {
+        let loop = try #require(LiveLoop(vod: "#EXTM3U\n#EXT-X-TARGETDURATION:6\n#EXTINF:2,\na\n#EXTINF:6,\nb\n#EXTINF:1,\nc\n#EXTINF:1,\nd\n"))
+        // A turn is 10 s; at 10,000 s turn 1,000 starts (segments 4,000 to 4,003).
+        var last = -1
+        for (offset, newest) in [(0.5, "d"), (2.5, "a"), (7.5, "a"), (8.5, "b"), (9.5, "c")] {
+            let text = loop.playlist(at: 10_000 + offset)
+            let uris = text.split(separator: "\n").filter { !$0.hasPrefix("#") }
+            #expect(uris.last.map(String.init) == newest, "at +\(offset) s")
+            let first = Int(try #require(text.firstMatch(of: #/MEDIA-SEQUENCE:(\d+)/#)).1)!
+            #expect(first + uris.count - 1 >= last, "the newest never goes back")
+            last = first + uris.count - 1
+        }
+    }
+
     /// What cannot loop is served as it is: a master playlist (its variants loop), byte
     /// ranges (each continues the one before), a key without an IV (the IV would be the
     /// sequence number, which the loop changes).

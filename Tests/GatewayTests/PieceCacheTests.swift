@@ -627,6 +627,18 @@ final class PieceCacheTests {
         #expect(try await settledJobSegments(port, name + "-lo").isEmpty, "the Representation not played")
     }
 
+    /// A live playlist whose durations are not numbers ("nan", "inf") is rewritten and
+    /// answered, its tail prepared without durations; the gateway goes on serving.
+    @Test(arguments: ["nan", "inf", "-1"])
+    func aLivePlaylistWithDurationsThatAreNotNumbersIsServed(duration: String) async throws {
+        let (g, port) = try gateway()
+        defer { g.stop() }
+        let list = try await HTTP.get(proxied(port, "/live/odd-\(duration).m3u8?segments=4&size=2000&duration=\(duration)"))
+        #expect(list.status == 200)
+        #expect(list.text.contains("#EXTINF:\(duration),"))
+        #expect(try await HTTP.get("http://127.0.0.1:\(port)/health").status == 200)
+    }
+
     /// A VOD player reads its playlist once: after a restart of its gateway, its next
     /// requests still move the read-ahead window on.
     @Test func readAheadGoesOnAfterTheGatewayRestarts() async throws {

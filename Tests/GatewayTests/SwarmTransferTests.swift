@@ -417,6 +417,15 @@ final class SwarmTransferTests {
             let newest = try await HTTP.get(try #require(Self.segmentURLs(list).last))
             #expect(newest.status == 200 && newest.body == Self.segment(name, first + 9), "segment \(first + 9) from \(port): \(newest.status)")
         }
+        // Two players of one node read the playlist at once, with a new segment: both wait
+        // for it (the second for the first one's hold), and neither is sent to the origin.
+        let url = "http://127.0.0.1:\(swarm.portB)/hls.vod.p2p.com/127.0.0.1:\(swarm.originPort)/live/\(name).m3u8?segments=10&first=3&size=200000"
+        async let one = HTTP.get(url)
+        async let two = HTTP.get(url)
+        for list in try await [one, two] {
+            let newest = try await HTTP.get(try #require(Self.segmentURLs(list).last))
+            #expect(newest.status == 200 && newest.body == Self.segment(name, 12), "segment 12: \(newest.status)")
+        }
         for port in [swarm.portA, swarm.portB] {
             let fallbacks = try await Self.stat(port)["fallbacks"] as? [String: Int] ?? [:]
             #expect(fallbacks["checksums_not_ready", default: 0] == 0, "no player was sent to the origin: \(fallbacks)")

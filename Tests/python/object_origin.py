@@ -27,7 +27,8 @@ Endpoints:
                      bytes (default 200000), 4 s each: /obj/NAME/segK.ts?size=S&token=abc
   /live/NAME.m3u8    a live media playlist (no ENDLIST) of ?segments=N (default 10) segments
                      from ?first=K (default 0): EXT-X-MEDIA-SEQUENCE K, then segK... as /vod/
-                     lists them; ?map=1 adds an EXT-X-MAP /obj/NAME/init.mp4?size=1000&token=abc
+                     lists them; ?map=1 adds an EXT-X-MAP /obj/NAME/init.mp4?size=1000&token=abc;
+                     ?duration=D writes D as every EXTINF's duration (default 4.0)
   /dash/NAME.mpd     the same as a static DASH MPD: Representations "lo" and "hi", each a
                      SegmentTemplate of /obj/NAME-ID/segK.ts?size=S&token=abc (4 s each,
                      from 0) with an initialization /obj/NAME-ID/init.mp4?size=1000&token=abc
@@ -191,8 +192,9 @@ class Handler(BaseHTTPRequestHandler):
         lines = ["#EXTM3U", "#EXT-X-VERSION:6", "#EXT-X-TARGETDURATION:4", "#EXT-X-MEDIA-SEQUENCE:%d" % first]
         if self.query.get("map") == "1":
             lines.append('#EXT-X-MAP:URI="/obj/%s/init.mp4?size=1000&token=abc"' % name)
+        duration = self.query.get("duration", "4.0")
         for k in range(first, first + n):
-            lines += ["#EXTINF:4.0,", "/obj/%s/seg%d.ts?size=%d&token=abc" % (name, k, size)]
+            lines += ["#EXTINF:%s," % duration, "/obj/%s/seg%d.ts?size=%d&token=abc" % (name, k, size)]
         self.answer(200, ("\n".join(lines) + "\n").encode(), [("Content-Type", "application/vnd.apple.mpegurl")])
 
     def serve_dash(self, name, live=False):

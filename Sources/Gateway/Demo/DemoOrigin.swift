@@ -98,7 +98,7 @@ struct LiveLoop {
             } else if line.hasPrefix("#") {
                 if segments.isEmpty && pending.isEmpty { header.append(line) } else { pending.append(line) }
             } else {
-                guard let d = duration, d > 0 else { return nil }
+                guard let d = duration, d.isFinite, d >= 0.001 else { return nil }
                 segments.append((pending + [line], d))
                 pending = []
                 duration = nil
@@ -117,7 +117,8 @@ struct LiveLoop {
         let turns = Int(now / turn)
         var into = now - Double(turns) * turn
         var last = turns * n - 1
-        for s in segments where into >= s.duration {
+        for s in segments {
+            guard into >= s.duration else { break }
             into -= s.duration
             last += 1
         }

@@ -258,7 +258,8 @@ struct HLSRewriteRun {
             if r.options.collectReferences {
                 let value = min(nameEnd + 1, range.upperBound)..<range.upperBound
                 let comma = b.view(value).firstIndex(of: ASCII.comma).map { $0 + value.lowerBound } ?? value.upperBound
-                pendingDuration = Double(String(decoding: b.view(value.lowerBound..<comma), as: UTF8.self))
+                // A duration that is not a finite number ("nan", "inf") is no duration.
+                pendingDuration = Double(String(decoding: b.view(value.lowerBound..<comma), as: UTF8.self)).flatMap { $0.isFinite && $0 >= 0 ? $0 : nil }
             }
             return
         }

@@ -212,7 +212,10 @@ public final class SwarmNode: Sendable {
         _ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool, readyWithin: Duration = .zero, ifReady: Bool = false, link: TrackerLink
     ) async -> ChecksumAnswer {
         let key = ref.key
-        return await checksumFlights.run(key.id + (waitForOrigin ? "w" : "") + (readyWithin > .zero ? "r" : "") + (ifReady ? "p" : "")) {
+        // Only requests alike in their waits share a round trip (one that may wait longer
+        // must not end with a shorter one's answer).
+        let readyKey = readyWithin > .zero ? "r\(readyWithin.milliseconds)" : ""
+        return await checksumFlights.run(key.id + (waitForOrigin ? "w" : "") + readyKey + (ifReady ? "p" : "")) {
             let (answer, peers) = await link.checksums(ref, urgent: urgent, waitForOrigin: waitForOrigin, readyWithin: readyWithin, ifReady: ifReady)
             if let checksums = answer.checksums {
                 self.registry.markReady(key, checksums: checksums, etag: answer.etag, lastModified: answer.lastModified, contentType: answer.contentType)
