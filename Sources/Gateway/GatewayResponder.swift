@@ -377,11 +377,14 @@ public final class GatewayResponder: HTTPResponder {
         } catch {
             throw GatewayFailure(.badGateway, "origin sent a manifest that cannot be rewritten: \(error)")
         }
+        let holding = ContinuousClock.now
         if !held.isEmpty, let holdName {
             let segments = held
             await liveHolds.start(holdName) { [self] in await holdForLiveTail(segments) }.value
+            stats.noteLiveHold(.now - holding)
         } else if let holdName, let under = liveHolds.current(holdName) {
             await under.value
+            stats.noteLiveHold(.now - holding)
         }
         var headers: HTTPFields = [.contentType: contentType]
         for name in ["cache-control", "expires", "last-modified"] {

@@ -430,6 +430,11 @@ final class SwarmTransferTests {
             let fallbacks = try await Self.stat(port)["fallbacks"] as? [String: Int] ?? [:]
             #expect(fallbacks["checksums_not_ready", default: 0] == 0, "no player was sent to the origin: \(fallbacks)")
         }
+        // The holds are counted: B held each read that listed segments new to it (first=0, 1, 3).
+        let metrics = try await HTTP.get("http://127.0.0.1:\(swarm.portB)/metrics").text
+        let holds = Int(try #require(metrics.firstMatch(of: #/\nswarmgate_live_holds_total (\d+)/#)).1) ?? 0
+        #expect(holds >= 2, "\(holds)")
+        #expect(metrics.contains("swarmgate_live_hold_milliseconds_total"))
     }
 
     /// A node cannot make the registry drop a good copy: on `changed`, the registry fetches the

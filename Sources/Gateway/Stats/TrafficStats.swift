@@ -81,11 +81,23 @@ public final class TrafficStats: Sendable {
             descriptor: Self.descriptor(
                 "piece_store_disk_short", unit: "total",
                 "Pieces that found the cache's disk short of room before the bound: objects were evicted for them, or they were not kept."))
+        liveHolds = registry.makeCounter(
+            descriptor: Self.descriptor("live_holds", unit: "total", "Live playlists' and MPDs' answers held for their new segments to be ready."))
+        liveHoldMilliseconds = registry.makeCounter(
+            descriptor: Self.descriptor("live_hold_milliseconds", unit: "total", "Milliseconds those answers were held, summed."))
     }
 
     private let peersGauge: Gauge
     private let storeBytes: Gauge
     private let diskShortages: Counter
+    private let liveHolds: Counter
+    private let liveHoldMilliseconds: Counter
+
+    /// A live playlist's or MPD's answer was held `held` for its new segments.
+    public func noteLiveHold(_ held: Duration) {
+        liveHolds.increment()
+        liveHoldMilliseconds.increment(by: max(0, held.components.seconds * 1000 + held.components.attoseconds / 1_000_000_000_000_000))
+    }
 
     /// The piece store's figures, read as `/metrics` is scraped.
     public func observeStore(bytes: Int64, diskShortages total: Int) {
