@@ -327,45 +327,42 @@ public final class GatewayResponder: HTTPResponder {
                 let options = hlsOptions(proxy, collectReferences: readAhead || liveTail)
                 let result = try HLSRewriter(playlistURL: effective, options: options).rewrite(body)
                 if result.kind == .master, !result.variables.isEmpty { variables.set(proxy.xresid.value, result.variables) }
-                if readAhead && result.kind == .media {
-                    prepareAhead(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query)
+                if result.kind == .media {
+                    if readAhead { prepareAhead(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query) }
+                    if liveTail {
+                        let queued = prepareLiveTail(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query)
+                        if !lowLatency { held = queued }
+                    }
+                    if live && !lowLatency { holdName = playlist }
                 }
-                if liveTail && result.kind == .media {
-                    let queued = prepareLiveTail(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query)
-                    if !lowLatency { held = queued.filter { $0.duration != nil } }
-                }
-                if live && !lowLatency && result.kind == .media { holdName = playlist }
                 output = result.output
                 contentType = "application/vnd.apple.mpegurl"
             case .dash:
                 let rewrite = try rewriteDASH(body, url: effective, xresid: proxy.xresid)
                 output = rewrite.output
-                // A static MPD's segments are queued as a VOD playlist's are, a dynamic one's
-                // live tails as a live playlist's are. Listing a long MPD's segments takes tens
-                // of milliseconds (README): it is done after the answer, not before. A
-                // player's first segment that comes first opens the window when the list arrives.
+                // A static MPD's segments are queued as a VOD playlist's are: listing a long
+                // MPD's segments takes tens of milliseconds (README), so after the answer; a
+                // player's first segment that comes first opens the window when the list
+                // arrives. A dynamic one's live tails are queued as a live playlist's are,
+                // claimed per path (one MPD lists every Representation; per-viewer tokens
+                // would list it once per viewer): a short MPD's before the answer, which
+                // waits for the new segments, a long one's after it, without the wait.
                 let mpd = proxy.xresid.value + " " + effective.authority + effective.path
                 let query = proxy.origin.query
                 if rewrite.isDynamic {
-                    // One MPD lists every Representation: claimed per path, not per query
-                    // (per-viewer tokens would list it once per viewer).
-                    // Listing a live tail of a short MPD is cheap: done before the answer,
-                    // which waits for the new segments as a live playlist's does; a long
-                    // one's after the answer, without the wait.
-                    if configuration.readAhead != .zero && liveListingDue(mpd, body) {
-                        // The origin's clock, as its Date says (its live edge), else ours.
-                        let now = answer.header("date").flatMap(Self.httpDate) ?? Date().timeIntervalSince1970
-                        let list: @Sendable () -> [(key: ObjectKey, url: String, duration: Double?)] = { [self] in
-                            guard let listed = try? rewriteDASH(body, url: effective, xresid: proxy.xresid, collectSegments: true, now: now) else { return [] }
-                            return prepareLiveTails(listed.segments, xresid: proxy.xresid, mpdQuery: query, mpd: mpd)
-                        }
-                        if body.count <= Self.inlineLiveMPDSize {
-                            held = list().filter { $0.duration != nil }
-                        } else {
-                            Task.detached(priority: .utility) { _ = list() }
+                    if configuration.readAhead != .zero {
+                        let inline = body.count <= Self.inlineLiveMPDSize
+                        if inline { holdName = mpd }
+                        if liveListingDue(mpd, body) {
+                            // The origin's clock, as its Date says (its live edge), else ours.
+                            let now = answer.header("date").flatMap(Self.httpDate) ?? Date().timeIntervalSince1970
+                            let list: @Sendable () -> [(key: ObjectKey, url: String, duration: Double?)] = { [self] in
+                                guard let listed = try? rewriteDASH(body, url: effective, xresid: proxy.xresid, collectSegments: true, now: now) else { return [] }
+                                return prepareLiveTails(listed.segments, xresid: proxy.xresid, mpdQuery: query, mpd: mpd)
+                            }
+                            if inline { held = list() } else { Task.detached(priority: .utility) { _ = list() } }
                         }
                     }
-                    if configuration.readAhead != .zero && body.count <= Self.inlineLiveMPDSize { holdName = mpd }
                 } else if queuedPlaylists.claim(mpd) {
                     Task.detached(priority: .utility) { [self] in
                         guard let listed = try? rewriteDASH(body, url: effective, xresid: proxy.xresid, collectSegments: true) else { return }
@@ -377,13 +374,14 @@ public final class GatewayResponder: HTTPResponder {
         } catch {
             throw GatewayFailure(.badGateway, "origin sent a manifest that cannot be rewritten: \(error)")
         }
-        let holding = ContinuousClock.now
-        if !held.isEmpty, let holdName {
-            let segments = held
-            await liveHolds.start(holdName) { [self] in await holdForLiveTail(segments) }.value
-            stats.noteLiveHold(.now - holding)
-        } else if let holdName, let under = liveHolds.current(holdName) {
-            await under.value
+        // The new segments (not init sections) held for, or another reader's hold under way.
+        let segments = held.filter { $0.duration != nil }
+        let hold = holdName.flatMap { name in
+            segments.isEmpty ? liveHolds.current(name) : liveHolds.start(name) { [self] in await holdForLiveTail(segments) }
+        }
+        if let hold {
+            let holding = ContinuousClock.now
+            await hold.value
             stats.noteLiveHold(.now - holding)
         }
         var headers: HTTPFields = [.contentType: contentType]
@@ -478,7 +476,6 @@ public final class GatewayResponder: HTTPResponder {
     /// reads it (`LiveTail`): a new segment's preparation starts with the first node that sees
     /// it, not with its first player's request. Older segments (a long live or event
     /// playlist's past) are prepared only when a player asks.
-    @discardableResult
     func prepareLiveTail(_ references: [HLSReference], xresid: XResID, playlistQuery: String?) -> [(key: ObjectKey, url: String, duration: Double?)] {
         let listed = references.filter { $0.role == .segment || $0.role == .map }
         let tail = LiveTail.of(listed, isInitialization: { $0.role == .map }, duration: \.duration)
@@ -488,7 +485,6 @@ public final class GatewayResponder: HTTPResponder {
     /// Queues the objects of a live tail for preparation, each one once (not while the tracker
     /// is away: they would be dropped, and not queued again when it is back). Returns those
     /// queued now.
-    @discardableResult
     func prepareLiveTail(_ tail: [(key: ObjectKey, url: String, duration: Double?)]) -> [(key: ObjectKey, url: String, duration: Double?)] {
         guard node.preparesNow else { return [] }
         let objects = tail.filter { liveQueued.claim($0.key.id) }
@@ -529,8 +525,14 @@ public final class GatewayResponder: HTTPResponder {
     /// How long a live playlist's answer may wait for its new segments: a quarter of a
     /// segment's duration, from 0.25 s to 1 s (a live player's buffer holds several segments).
     static func liveHold(segmentSeconds: Double?) -> Duration {
-        let seconds = segmentSeconds.flatMap { $0.isFinite ? $0 : nil } ?? 4
-        return .milliseconds(Int64(min(max(seconds / 4, 0.25), 1) * 1000))
+        quarter(of: segmentSeconds, within: 0.25...1) ?? .seconds(1)
+    }
+
+    /// A quarter of a segment of `seconds`, within `range` (seconds); nil when the duration is
+    /// unknown or not a number.
+    static func quarter(of seconds: Double?, within range: ClosedRange<Double>) -> Duration? {
+        guard let seconds, seconds.isFinite else { return nil }
+        return .milliseconds(Int64(min(max(seconds / 4, range.lowerBound), range.upperBound) * 1000))
     }
 
     /// Queues a list's objects (in playback order) for preparation, in the background;
@@ -696,7 +698,6 @@ final class PlayOrder: Sendable {
     }
 }
 
-/// Names claimed at most once per interval (a bounded memo, not a registry).
 /// Holds under way, by name: one task each, which the readers of that name wait for.
 final class LiveHolds: Sendable {
     private let holds = Mutex<(next: UInt64, tasks: [String: (id: UInt64, task: Task<Void, Never>)])>((0, [:]))
@@ -719,6 +720,7 @@ final class LiveHolds: Sendable {
     func current(_ name: String) -> Task<Void, Never>? { holds.withLock { $0.tasks[name]?.task } }
 }
 
+/// Names claimed at most once per interval (a bounded memo, not a registry).
 final class RecentlyQueued: Sendable {
     let interval: Duration
     private let claimed = Mutex<[String: ContinuousClock.Instant]>([:])

@@ -207,8 +207,7 @@ extension GatewayResponder {
     /// playback never waits on the swarm for long against the time a segment lasts.
     func peerDeadline(for key: ObjectKey) -> Duration {
         if let fixed = configuration.peerDeadline { return fixed }
-        guard let seconds = playOrder.duration(of: key), seconds.isFinite else { return Self.unknownDurationDeadline }
-        return .milliseconds(Int64(min(max(seconds / 4, 0.5), 3) * 1000))
+        return Self.quarter(of: playOrder.duration(of: key), within: 0.5...3) ?? Self.unknownDurationDeadline
     }
 
     /// Fetches `refs` from peers in the background, each within its own deadline.

@@ -161,8 +161,8 @@ extension DASHRewriteRun {
             return UInt64(exactly: max(0, ticks - max(1e-9, ticks * 1e-12)).rounded(.up))
         }.flatMap { Self.sum(offset, $0) }
         // Live: where available segments end on the media timeline.
-        var liveEnd: UInt64?
-        if case .tail(let edge?) = listing { liveEnd = UInt64(exactly: (edge * Double(timescale)).rounded(.down)).flatMap { Self.sum(offset, $0) } }
+        let liveEnd: UInt64? =
+            if case .tail(let edge?) = listing { UInt64(exactly: (edge * Double(timescale)).rounded(.down)).flatMap { Self.sum(offset, $0) } } else { nil }
         if let timeline = work.timeline(chain) {
             if listing.isTail {
                 // The same for every Representation that shares the timeline and its timing.

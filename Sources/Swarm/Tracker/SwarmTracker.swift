@@ -309,10 +309,7 @@ public final class SwarmTracker: Sendable {
     public func copyDropped(_ objectID: String, copy: String) {
         let now = ContinuousClock.now
         let holders = state.withLock { s -> [@Sendable (String) async throws -> Void] in
-            if s.droppedCopies.count >= Self.maxDroppedCopies {
-                s.droppedCopies = s.droppedCopies.filter { now - $0.value.at < Self.droppedCopyMemory }
-                if s.droppedCopies.count >= Self.maxDroppedCopies { s.droppedCopies.removeAll() }
-            }
+            Self.bound(&s.droppedCopies, to: Self.maxDroppedCopies) { now - $0.at < Self.droppedCopyMemory }
             // The last few (a copy that changed twice while a node was away: it holds the first).
             let earlier = s.droppedCopies[objectID].map { now - $0.at < Self.droppedCopyMemory ? $0.copies : [] } ?? []
             s.droppedCopies[objectID] = (Array((earlier.filter { $0 != copy } + [copy]).suffix(Self.droppedCopiesPerObject)), now)
@@ -433,21 +430,29 @@ public final class SwarmTracker: Sendable {
 
     static func suspensionKey(_ holder: String, _ object: String) -> String { holder + "\u{0}" + object }
 
+    /// Keeps `table` under `limit` entries: past it, those no longer `recent` go, and all of
+    /// them if that is not enough.
+    static func bound<Value>(_ table: inout [String: Value], to limit: Int, recent: (Value) -> Bool) {
+        guard table.count >= limit else { return }
+        table = table.filter { recent($0.value) }
+        if table.count >= limit { table.removeAll() }
+    }
+
     /// A node says `bad` sent it a bad piece. A report is no proof: the node could be wrong,
     /// or lie to have an honest peer banned. So the registry asks `bad` for that piece itself,
     /// naming the reporter (`audit`); only bytes that fail the check count against it. Until
-    /// then (`maxSuspension` at most) `bad` is not handed out as a holder of the object. A report is logged and
-    /// dropped if it names the reporter itself, the seed (it sends only pieces it verified),
-    /// no piece of a ready object, or a report this reporter made of the same holder and
-    /// object within `auditInterval`, or if the reporter has `maxAuditsPerReporter` waiting.
+    /// then (`maxSuspension` at most) `bad` is not handed out as a holder of the object. A
+    /// report is logged and dropped if it names the reporter itself, the seed (it sends only
+    /// pieces it verified), no piece of a ready object, or a report this reporter made of the
+    /// same holder and object within `auditInterval`, or if the reporter has
+    /// `maxAuditsPerReporter` waiting.
     func report(_ bad: String, object: String, piece: Int?, by reporter: String) {
         let now = ContinuousClock.now
         var queued = false
         if let host, let piece, bad != reporter, bad != host.seedPeerID, host.auditable(object, piece: piece) {
             let report = state.withLock { s -> Report? in
                 let key = "\(reporter) \(bad) \(object)"
-                if s.audited.count >= Self.maxAudited { s.audited = s.audited.filter { now - $0.value < Self.auditInterval } }
-                if s.audited.count >= Self.maxAudited { s.audited.removeAll() }
+                Self.bound(&s.audited, to: Self.maxAudited) { now - $0 < Self.auditInterval }
                 guard let url = s.sessions[bad]?.url, s.audited[key].map({ now - $0 >= Self.auditInterval }) ?? true,
                     s.waitingAudits[reporter, default: 0] < Self.maxAuditsPerReporter
                 else { return nil }
@@ -496,11 +501,10 @@ public final class SwarmTracker: Sendable {
         let expiry = Int64(Date().timeIntervalSince1970) + 60
         let token = PieceToken(requester: report.reporter, holder: report.holder, objectID: report.object, expiry: expiry).encoded(secret: secret)
         let verdict = await host.audit(report.object, piece: report.piece, holderURL: report.holderURL, requester: report.reporter, token: token)
-        if case .bad = verdict {} else { auditEnded(report, holds: true) }
+        auditEnded(report, holds: !verdict.isBad)
         var metadata: Logger.Metadata = ["peer": "\(report.holder)", "object": "\(report.object)", "piece": "\(report.piece)", "by": "\(report.reporter)"]
         switch verdict {
         case .bad(let why):
-            auditEnded(report, holds: false)
             let banned = state.withLock { s -> Bool in
                 s.offences[report.holder, default: 0] += 1
                 guard s.offences[report.holder]! >= banAfter else { return false }
@@ -594,4 +598,6 @@ public enum AuditVerdict: Sendable, Equatable {
     case intact
     /// It could not be told: no checksums, the peer refused, broke off or is gone (why).
     case inconclusive(String)
+
+    var isBad: Bool { if case .bad = self { true } else { false } }
 }
