@@ -44,6 +44,10 @@ public struct GatewayConfiguration: Sendable {
     /// Seconds of a VOD playlist, past the furthest object its players reached, that this
     /// process's registry prepares ahead of them; nil ("all"): the whole playlist at once.
     public var readAhead: Duration? = .seconds(60)
+    /// How long a live playlist's (or MPD's) answer may wait for the new segments it lists to
+    /// be ready in the swarm; nil ("auto"): a quarter of a segment, 0.25 to 1 s; zero: no wait
+    /// (the tails are still prepared, unless `readAhead` is zero).
+    public var liveHold: Duration?
     /// Whether a player's request for an object whose preparation is under way waits for it
     /// (up to the object's peer deadline, when its progress says it ends by then) rather than
     /// going to the CDN by 302 at once.
@@ -121,6 +125,10 @@ public struct GatewayConfiguration: Sendable {
         if let t = s["peer-deadline"], t != "auto" {
             guard let seconds = Double(t), seconds >= 0, seconds <= 60 else { throw SettingsError("peer-deadline must be auto or seconds (0 to 60), not '\(t)'") }
             peerDeadline = .milliseconds(Int64(seconds * 1000))
+        }
+        if let t = s["live-hold"], t != "auto" {
+            guard let seconds = Double(t), seconds >= 0, seconds <= 10 else { throw SettingsError("live-hold must be auto or seconds (0 to 10), not '\(t)'") }
+            liveHold = .milliseconds(Int64(seconds * 1000))
         }
         if let n = s["node-message-rate"] {
             guard let rate = Double(n), rate >= 1, rate <= 1_000_000 else { throw SettingsError("node-message-rate must be 1 to 1000000, not '\(n)'") }

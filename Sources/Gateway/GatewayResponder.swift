@@ -376,7 +376,7 @@ public final class GatewayResponder: HTTPResponder {
         }
         // The new segments (not init sections) held for, or another reader's hold under way.
         let segments = held.filter { $0.duration != nil }
-        let hold = holdName.flatMap { name in
+        let hold = configuration.liveHold == .zero ? nil : holdName.flatMap { name in
             segments.isEmpty ? liveHolds.current(name) : liveHolds.start(name) { [self] in await holdForLiveTail(segments) }
         }
         if let hold {
@@ -501,7 +501,7 @@ public final class GatewayResponder: HTTPResponder {
     /// node then has their checksums, and its players get them from the swarm. A node that
     /// reads the playlist after another made them ready is not held.
     func holdForLiveTail(_ segments: [(key: ObjectKey, url: String, duration: Double?)]) async {
-        let hold = Self.liveHold(segmentSeconds: segments.compactMap(\.duration).max())
+        let hold = configuration.liveHold ?? Self.liveHold(segmentSeconds: segments.compactMap(\.duration).max())
         let (done, finish) = AsyncStream.makeStream(of: Void.self)
         let node = node
         for s in segments {

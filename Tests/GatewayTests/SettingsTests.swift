@@ -69,11 +69,14 @@ struct SettingsTests {
         let auto = try GatewayConfiguration(try settings())
         #expect(auto.peerDeadline == nil, "auto: from the segment's duration")
         #expect(auto.prefetchSegments == 3)
-        let set = try GatewayConfiguration(try settings(flags: ["peer-deadline": "0.25", "prefetch-segments": "0", "peer-url": "http://node1:8080"]))
+        #expect(auto.liveHold == nil, "auto: from the segments' duration")
+        let set = try GatewayConfiguration(try settings(flags: ["peer-deadline": "0.25", "prefetch-segments": "0", "peer-url": "http://node1:8080", "live-hold": "0"]))
         #expect(set.peerDeadline == .milliseconds(250))
+        #expect(set.liveHold == .zero)
+        #expect(try GatewayConfiguration(try settings(flags: ["live-hold": "2.5"])).liveHold == .milliseconds(2500))
         #expect(set.prefetchSegments == 0)
         #expect(set.peerURL == "http://node1:8080")
-        for bad in [["peer-deadline": "soon"], ["peer-deadline": "-1"], ["prefetch-segments": "99"], ["peer-url": "not a url"]] {
+        for bad in [["peer-deadline": "soon"], ["peer-deadline": "-1"], ["prefetch-segments": "99"], ["peer-url": "not a url"], ["live-hold": "11"], ["live-hold": "off"], ["live-hold": "-0.5"]] {
             #expect(throws: SettingsError.self) { try GatewayConfiguration(try settings(flags: bad)) }
         }
         #expect(auto.nodeMessageRate == 500)

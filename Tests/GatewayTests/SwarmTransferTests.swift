@@ -431,10 +431,62 @@ final class SwarmTransferTests {
             #expect(fallbacks["checksums_not_ready", default: 0] == 0, "no player was sent to the origin: \(fallbacks)")
         }
         // The holds are counted: B held each read that listed segments new to it (first=0, 1, 3).
-        let metrics = try await HTTP.get("http://127.0.0.1:\(swarm.portB)/metrics").text
-        let holds = Int(try #require(metrics.firstMatch(of: #/\nswarmgate_live_holds_total (\d+)/#)).1) ?? 0
+        let holds = try await Self.liveHolds(swarm.portB)
         #expect(holds >= 2, "\(holds)")
-        #expect(metrics.contains("swarmgate_live_hold_milliseconds_total"))
+        #expect(try await HTTP.get("http://127.0.0.1:\(swarm.portB)/metrics").text.contains("swarmgate_live_hold_milliseconds_total"))
+    }
+
+    /// `swarmgate_live_holds_total` of the node at `port`.
+    static func liveHolds(_ port: Int) async throws -> Int {
+        let metrics = try await HTTP.get("http://127.0.0.1:\(port)/metrics").text
+        return Int(try #require(metrics.firstMatch(of: #/\nswarmgate_live_holds_total (\d+)/#)).1) ?? -1
+    }
+
+    /// A low-latency playlist (with parts) is not held: its players fetch the next part the
+    /// moment it is listed. Its blocking reloads reach the origin with `_HLS_msn` and
+    /// `_HLS_part` byte for byte and are answered when the origin answers; its parts, preload
+    /// hint and rendition report are proxied. And `--live-hold 0` holds no playlist, while the
+    /// live tail is still prepared.
+    @Test func aLowLatencyPlaylistIsNotHeldAndLiveHoldZeroHoldsNothing() async throws {
+        let swarm = try twoNodes()
+        defer { swarm.stop() }
+        let (c, portC) = try node(trackerPort: swarm.trackerPort, originPort: swarm.originPort, ["--live-hold", "0"])
+        defer { c.stop() }
+        let origin = "127.0.0.1:\(swarm.originPort)"
+        let base = "/hls.vod.p2p.com/\(origin)/live/"
+        var lastQuery = ""
+        for first in 0...2 {
+            // The third read is a blocking reload of a segment the origin has not listed yet.
+            lastQuery = "segments=6&first=\(first)&parts=1&size=200000&block=1" + (first == 2 ? "&_HLS_msn=8&_HLS_part=0" : "")
+            let list = try await HTTP.get("http://127.0.0.1:\(swarm.portA)\(base)ll.m3u8?\(lastQuery)")
+            #expect(list.status == 200 && list.text.contains("#EXT-X-PART:"), "\(list.status)")
+            let uris = list.text.matches(of: #/URI="([^"]*)"/#).map { String($0.1) }
+            #expect(uris.count == 10, "8 parts, a preload hint and a rendition report: \(uris)")
+            #expect(uris.allSatisfy { $0.hasPrefix("http://127.0.0.1:\(swarm.portA)/hls.vod.p2p.com/\(origin)/") && $0.contains("xresid=") }, "\(uris)")
+            #expect(uris.last?.contains("/live/ll-alt.m3u8?parts=1&xresid=") == true, "\(uris)")
+        }
+        let stats = try await HTTP.get("http://127.0.0.1:\(swarm.originPort)/__stats?name=live/ll.m3u8")
+        let queries = (try JSONSerialization.jsonObject(with: stats.body) as? [String: Any])?["queries"] as? [String]
+        #expect(queries?.last == lastQuery, "\(queries ?? [])")
+        #expect(try await Self.liveHolds(swarm.portA) == 0, "a low-latency playlist is not held")
+        // A part is a media object: from the swarm when ready, else from the origin by 302.
+        let part = try await HTTP.get("http://127.0.0.1:\(swarm.portA)\(base.replacingOccurrences(of: "/live/", with: "/obj/"))ll/seg7.part3.ts?size=50000&token=abc")
+        #expect(part.status == 200 || part.headers["location"] == "http://\(origin)/obj/ll/seg7.part3.ts?size=50000&token=abc", "\(part.status)")
+        // The same node holds a playlist without parts (so the count above could have moved).
+        _ = try await HTTP.get("http://127.0.0.1:\(swarm.portA)\(base)plain.m3u8?segments=6&first=0&size=200000")
+        #expect(try await Self.liveHolds(swarm.portA) >= 1)
+        // C holds nothing, yet the registry prepares the tail it read: the newest segment is
+        // fetched from the origin with no player asking for it.
+        let zero = try await HTTP.get("http://127.0.0.1:\(portC)\(base)zero.m3u8?segments=6&first=0&size=200000")
+        #expect(zero.status == 200)
+        #expect(try await Self.liveHolds(portC) == 0)
+        var fetched = 0
+        for _ in 0..<100 where fetched == 0 {
+            let r = try await HTTP.get("http://127.0.0.1:\(swarm.originPort)/__stats?name=zero/seg5.ts")
+            fetched = (try JSONSerialization.jsonObject(with: r.body) as? [String: Any])?["full"] as? Int ?? 0
+            if fetched == 0 { try await Task.sleep(for: .milliseconds(200)) }
+        }
+        #expect(fetched >= 1, "the tail of a playlist read with --live-hold 0 is prepared")
     }
 
     /// A node cannot make the registry drop a good copy: on `changed`, the registry fetches the

@@ -28,7 +28,14 @@ Endpoints:
   /live/NAME.m3u8    a live media playlist (no ENDLIST) of ?segments=N (default 10) segments
                      from ?first=K (default 0): EXT-X-MEDIA-SEQUENCE K, then segK... as /vod/
                      lists them; ?map=1 adds an EXT-X-MAP /obj/NAME/init.mp4?size=1000&token=abc;
-                     ?duration=D writes D as every EXTINF's duration (default 4.0)
+                     ?duration=D writes D as every EXTINF's duration (default 4.0).
+                     ?parts=1 makes it low-latency (RFC 8216bis): SERVER-CONTROL with
+                     CAN-BLOCK-RELOAD, PART-INF, four EXT-X-PART of /obj/NAME/segK.partI.ts for
+                     each of the last two segments, a PRELOAD-HINT of the next part and a
+                     RENDITION-REPORT of /live/NAME-alt.m3u8. A request with _HLS_msn waits
+                     ?block=S seconds (default 0) first, as a blocking reload of a segment not
+                     yet out. Every playlist request's query is kept in the stats of
+                     live/NAME.m3u8 ("queries").
   /dash/NAME.mpd     the same as a static DASH MPD: Representations "lo" and "hi", each a
                      SegmentTemplate of /obj/NAME-ID/segK.ts?size=S&token=abc (4 s each,
                      from 0) with an initialization /obj/NAME-ID/init.mp4?size=1000&token=abc
@@ -193,8 +200,22 @@ class Handler(BaseHTTPRequestHandler):
         if self.query.get("map") == "1":
             lines.append('#EXT-X-MAP:URI="/obj/%s/init.mp4?size=1000&token=abc"' % name)
         duration = self.query.get("duration", "4.0")
+        parts = self.query.get("parts") == "1"
+        with LOCK:
+            obj("live/%s.m3u8" % name)["stats"].setdefault("queries", []).append(urlsplit(self.path).query)
+        if parts:
+            if "_HLS_msn" in self.query:
+                time.sleep(float(self.query.get("block", "0")))
+            lines[1] = "#EXT-X-VERSION:9"
+            lines[2:2] = ["#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=3.0", "#EXT-X-PART-INF:PART-TARGET=1.0"]
+        part = '#EXT-X-PART:DURATION=1.0,URI="/obj/%s/seg%d.part%d.ts?size=50000&token=abc"'
         for k in range(first, first + n):
+            if parts and k >= first + n - 2:
+                lines += [part % (name, k, i) + (",INDEPENDENT=YES" if i == 0 else "") for i in range(4)]
             lines += ["#EXTINF:%s," % duration, "/obj/%s/seg%d.ts?size=%d&token=abc" % (name, k, size)]
+        if parts:
+            lines += ['#EXT-X-PRELOAD-HINT:TYPE=PART,URI="/obj/%s/seg%d.part0.ts?size=50000&token=abc"' % (name, first + n),
+                      '#EXT-X-RENDITION-REPORT:URI="/live/%s-alt.m3u8?parts=1",LAST-MSN=%d,LAST-PART=3' % (name, first + n - 1)]
         self.answer(200, ("\n".join(lines) + "\n").encode(), [("Content-Type", "application/vnd.apple.mpegurl")])
 
     def serve_dash(self, name, live=False):

@@ -22,6 +22,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("read-ahead"), help: "Seconds of a VOD prepared past its furthest player, without --tracker (default 60; 0: none; all: whole).") var readAhead: String?
     @Option(name: .customLong("peer-url"), help: "Where other nodes fetch this node's pieces (default: the public URL).") var peerURL: String?
     @Option(name: .customLong("peer-deadline"), help: "Seconds the swarm may take to deliver a piece before the CDN is asked (default auto: a quarter of the segment).") var peerDeadline: String?
+    @Option(name: .customLong("live-hold"), help: "Seconds a live playlist's answer may wait for its new segments in the swarm (default auto: a quarter of a segment; 0: none).") var liveHold: String?
     @Option(name: .customLong("allow-origin"), help: "Origin hosts that may be fetched: host, host:port or *.suffix, comma-separated.") var allowOrigin: String?
     @Option(name: .customLong("inherit-query"), help: "Playlist query parameters copied onto its URIs: names or *.") var inheritQuery: String?
     @Option(name: .customLong("key-uris"), help: "EXT-X-KEY URIs: origin or proxy.") var keyURIs: String?
@@ -47,6 +48,7 @@ struct ServeCommand: AsyncParsableCommand {
         f["tracker"] = tracker
         f["peer-deadline"] = peerDeadline
         f["peer-url"] = peerURL
+        f["live-hold"] = liveHold
         f["prefetch-segments"] = prefetchSegments
         f["read-ahead"] = readAhead
         f["allow-origin"] = allowOrigin
