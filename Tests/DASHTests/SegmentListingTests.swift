@@ -52,6 +52,41 @@ import Testing
         #expect(found.first.map(urls) == ["https://origin.example.com/vod/movie/seg-50.m4s", "https://origin.example.com/vod/movie/seg-90.m4s", "https://origin.example.com/vod/movie/seg-130.m4s"])
     }
 
+    /// `@endNumber` is the last segment's number whatever the addressing: a timeline that runs
+    /// on past it (to the Period's end, or a live edge) lists no segment beyond it.
+    @Test func aTimelineEndsAtTheEndNumber() throws {
+        let found = try lists(mpd("""
+            <Period><AdaptationSet>
+              <SegmentTemplate media="s-$Number$.m4s" startNumber="3" endNumber="5">
+                <SegmentTimeline><S d="1" r="-1"/></SegmentTimeline>
+              </SegmentTemplate>
+              <Representation id="v"/>
+            </AdaptationSet></Period>
+            """))
+        let base = "https://origin.example.com/vod/movie/"
+        #expect(found.first.map(urls) == [base + "s-3.m4s", base + "s-4.m4s", base + "s-5.m4s"], "10 s of 1 s segments, cut at 5")
+        // An endNumber below the startNumber is not a bound.
+        let unbounded = try lists(mpd("""
+            <Period><AdaptationSet><SegmentTemplate media="s-$Number$.m4s" startNumber="3" endNumber="2">
+              <SegmentTimeline><S d="1" r="-1"/></SegmentTimeline></SegmentTemplate><Representation id="v"/>
+            </AdaptationSet></Period>
+            """))
+        #expect(unbounded.first?.segments.count == 10)
+        // Live: 20 segments announced, numbers 5 to 24, the last ones past endNumber 22.
+        let text = live("""
+            <Period start="PT0S"><AdaptationSet>
+              <SegmentTemplate media="v/$Number$.m4s" timescale="1000" startNumber="5" endNumber="22">
+                <SegmentTimeline><S t="0" d="2000" r="19"/></SegmentTimeline>
+              </SegmentTemplate>
+              <Representation id="v"/>
+            </AdaptationSet></Period>
+            """)
+        let tail = try lists(text, now: try epoch("2026-11-24T12:00:00Z") + 60)
+        // Without the bound the tail would be 22, 23 and 24 (as in the test above); with it,
+        // the newest segments that exist.
+        #expect(tail.first.map(urls) == [base + "v/20.m4s", base + "v/21.m4s", base + "v/22.m4s"])
+    }
+
     @Test func aDurationIsCountedOverThePeriodFromTheStartNumber() throws {
         // Period 2 runs from 6 s to the end of the 10 s presentation: 2 segments of 3 s.
         let found = try lists(mpd("""

@@ -154,6 +154,9 @@ extension DASHRewriteRun {
         // @duration. A live tail keeps the newest `LiveTail.maxSegments`, skipping the rest.
         let keep = LiveTail.maxSegments
         var times: [(index: UInt64, time: UInt64, duration: UInt64)] = []
+        // The last segment's index, from @endNumber (the last segment's number), whatever
+        // the addressing: a timeline that runs on past it lists segments that do not exist.
+        let lastIndex = Self.inherited("endNumber", chain).flatMap(Self.integer).flatMap { $0 >= startNumber ? $0 - startNumber : nil }
         // The Period's end on the media timeline (nil when unknown or out of range); a
         // product a hair over a whole tick (PT0.3S at 10 ticks) is that tick.
         let periodEnd = periodSeconds.flatMap { seconds -> UInt64? in
@@ -167,14 +170,15 @@ extension DASHRewriteRun {
             if listing.isTail {
                 // The same for every Representation that shares the timeline and its timing.
                 guard let tail = work.liveTail(of: timeline, liveEnd: liveEnd, periodEnd: periodEnd, keep: keep) else { return nil }
-                times = tail
+                times = tail.filter { s in lastIndex.map { s.index <= $0 } ?? true }
             } else {
                 guard let entries = work.entries(of: timeline) else { return nil }
                 var t: UInt64 = 0
-                for (i, s) in entries.items.enumerated() {
+                timeline: for (i, s) in entries.items.enumerated() {
                     if let start = s.t { t = start }
                     guard let count = Self.count(s, at: i, t: t, in: entries, liveEnd: nil, periodEnd: periodEnd) else { return nil }
                     for _ in 0..<count {
+                        if let lastIndex, UInt64(times.count) > lastIndex { break timeline }
                         guard work.segments > 0 else { break }
                         work.segments -= 1
                         times.append((UInt64(times.count), t, s.d))
@@ -195,9 +199,7 @@ extension DASHRewriteRun {
                 guard let end = periodEnd else { return nil }
                 count = Self.ceilDiv(end - offset, duration)
             }
-            if let endNumber = Self.inherited("endNumber", chain).flatMap(Self.integer), endNumber >= startNumber {
-                count = min(count, endNumber - startNumber + 1)  // endNumber <= 10^19 - 1 < UInt64.max
-            }
+            if let lastIndex { count = min(count, lastIndex + 1) }  // endNumber <= 10^19 - 1 < UInt64.max
             // Live: the newest, as many as the bound allows.
             let first = listing.isTail ? count - min(count, UInt64(keep), UInt64(max(0, work.segments))) : 0
             for k in first..<(first + min(count - first, UInt64(max(0, work.segments)))) {
