@@ -73,18 +73,10 @@ import Testing
             """))
         #expect(unbounded.first?.segments.count == 10)
         // Live: 20 segments announced, numbers 5 to 24, the last ones past endNumber 22.
-        let text = live("""
-            <Period start="PT0S"><AdaptationSet>
-              <SegmentTemplate media="v/$Number$.m4s" timescale="1000" startNumber="5" endNumber="22">
-                <SegmentTimeline><S t="0" d="2000" r="19"/></SegmentTimeline>
-              </SegmentTemplate>
-              <Representation id="v"/>
-            </AdaptationSet></Period>
-            """)
-        let tail = try lists(text, now: try epoch("2026-11-24T12:00:00Z") + 60)
+        let tail = try lists(twentyLiveSegments(templateAttributes: #" endNumber="22""#), now: try epoch("2026-11-24T12:00:00Z") + 60)
         // Without the bound the tail would be 22, 23 and 24 (as in the test above); with it,
         // the newest segments that exist.
-        #expect(tail.first.map(urls) == [base + "v/20.m4s", base + "v/21.m4s", base + "v/22.m4s"])
+        #expect(tail.first.map(urls) == [base + "v/init.mp4", base + "v/20.m4s", base + "v/21.m4s", base + "v/22.m4s"])
     }
 
     @Test func aDurationIsCountedOverThePeriodFromTheStartNumber() throws {
@@ -285,15 +277,21 @@ import Testing
 
     /// A live timeline lists its initialization and the newest segments that span three of
     /// their durations: where a player starts and what it fetches next, not the past.
-    @Test func aLiveTimelineListsItsNewestSegments() throws {
-        let text = live("""
+    /// A live MPD started at 2026-11-24T12:00:00Z whose timeline announces 20 segments of 2 s,
+    /// numbered 5 to 24.
+    func twentyLiveSegments(templateAttributes: String = "") -> String {
+        live("""
             <Period start="PT0S"><AdaptationSet>
-              <SegmentTemplate media="v/$Number$.m4s" initialization="v/init.mp4" timescale="1000" startNumber="5">
+              <SegmentTemplate media="v/$Number$.m4s" initialization="v/init.mp4" timescale="1000" startNumber="5"\(templateAttributes)>
                 <SegmentTimeline><S t="0" d="2000" r="19"/></SegmentTimeline>
               </SegmentTemplate>
               <Representation id="v"/>
             </AdaptationSet></Period>
             """)
+    }
+
+    @Test func aLiveTimelineListsItsNewestSegments() throws {
+        let text = twentyLiveSegments()
         let started = try epoch("2026-11-24T12:00:00Z")
         let found = try lists(text, now: started + 60)
         // 20 segments of 2 s numbered 5 to 24: the last three span 6 s.
