@@ -720,19 +720,31 @@ final class LiveHolds: Sendable {
     func current(_ name: String) -> Task<Void, Never>? { holds.withLock { $0.tasks[name]?.task } }
 }
 
-/// Names claimed at most once per interval (a bounded memo, not a registry).
+/// Names claimed at most once per interval (a bounded memo, not a registry). Past `capacity`
+/// names, those whose interval has passed are forgotten, then, if that is not enough, the
+/// older half: a busy node does not forget every claim at once (and queue every list again).
 final class RecentlyQueued: Sendable {
     let interval: Duration
+    let capacity: Int
     private let claimed = Mutex<[String: ContinuousClock.Instant]>([:])
 
-    init(interval: Duration) { self.interval = interval }
+    init(interval: Duration, capacity: Int = 10_000) {
+        self.interval = interval
+        self.capacity = max(2, capacity)
+    }
 
     /// True when `name` was not claimed within the interval (and claims it now).
     func claim(_ name: String) -> Bool {
         let now = ContinuousClock.now
         return claimed.withLock { c in
             if let last = c[name], now - last < interval { return false }
-            if c.count > 10_000 { c.removeAll() }
+            if c.count >= capacity {
+                c = c.filter { now - $0.value < interval }
+                if c.count >= capacity {
+                    let newer = c.sorted { $0.value > $1.value }.prefix(capacity / 2)
+                    c = Dictionary(uniqueKeysWithValues: newer.map { ($0.key, $0.value) })
+                }
+            }
             c[name] = now
             return true
         }
