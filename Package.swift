@@ -28,23 +28,18 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
     ],
     targets: [
-        // C libraries, each behind one module map and a header of typed shims.
+        // C libraries, each behind one header of what swarmgate does with it.
         .systemLibrary(
             name: "CLibXML2",
             pkgConfig: "libxml-2.0",
             providers: [.apt(["libxml2-dev"])]
         ),
-        .systemLibrary(
-            name: "CCurl",
-            pkgConfig: "libcurl",
-            providers: [.apt(["libcurl4-openssl-dev"])]
-        ),
+        // libcurl and libcrypto are loaded when first used (CLoader): only their headers are
+        // needed to build. (libxml2's headers come through pkg-config, which links it too.)
+        .target(name: "CLoader"),
+        .target(name: "CCurl", dependencies: ["CLoader"]),
         .systemLibrary(name: "CLinux"),
-        .systemLibrary(
-            name: "CCrypto",
-            pkgConfig: "libcrypto",
-            providers: [.apt(["libssl-dev"])]
-        ),
+        .target(name: "CCrypto", dependencies: ["CLoader"]),
 
         // Manifest: HLS and DASH parse + rewrite and the proxy URL scheme. Pure values, no I/O.
         .target(
@@ -101,6 +96,7 @@ let package = Package(
                 "Gateway",
                 "Manifest",
                 "Origin",
+                "PieceStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSwift

@@ -1,15 +1,23 @@
 internal import CCurl
 
-/// libcurl set up once for the whole process, before any thread uses it (`curl_global_init`).
+/// libcurl loaded and set up once for the whole process, before any thread uses it
+/// (`curl_global_init`). The process loads it when first asked to: most commands never fetch.
 public enum LibCurl {
-    private static let initialized: Bool = {
-        curl_global_init(Int(CURL_GLOBAL_ALL))
-        return true
+    /// Nil once libcurl is loaded and set up, else why it cannot be.
+    private static let failure: String? = {
+        if let failure = swarmgate_curl_load() { return String(cString: failure) }
+        swarmgate_curl_global_init(Int(CURL_GLOBAL_ALL))
+        return nil
     }()
 
-    /// Call before any use of libcurl; cheap after the first time.
+    /// Why libcurl cannot be used (not installed, too old), or nil when it can. Commands that
+    /// fetch check it first, to stop with that message.
+    public static var unavailable: String? { failure }
+
+    /// Call before any use of libcurl; cheap after the first time. A process without libcurl
+    /// stops here with its reason (checked by the commands first).
     public static func ensureInitialized() {
-        _ = initialized
+        if let failure { fatalError("libcurl: \(failure)") }
     }
 
     /// The running libcurl's version text, e.g. "7.88.1".

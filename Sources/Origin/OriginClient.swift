@@ -75,7 +75,7 @@ public final class OriginClient: Sendable {
             case .success(let head): retryable = head.status >= 500
             case .failure(let error): retryable = error.code == .connection
             }
-            if !retryable || retry >= configuration.retries {
+            if !retryable || method == .post || retry >= configuration.retries {
                 switch outcome {
                 case .success(let head): return (transfer, head)
                 case .failure(let error): throw error

@@ -1,10 +1,12 @@
 /// One request to an origin: an absolute http(s) URL, GET or HEAD, an optional byte range and
-/// extra headers. Both methods are idempotent, so every request may be retried.
+/// extra headers. Both methods are idempotent, so every request may be retried. POST (with a
+/// body) is for the command line's calls to a gateway's API: it is never retried.
 public struct OriginRequest: Sendable {
     /// The HTTP methods the gateway needs from an origin.
     public enum Method: String, Sendable, Hashable {
         case get = "GET"
         case head = "HEAD"
+        case post = "POST"
     }
 
     /// A single byte range, as in `Range: bytes=...` (RFC 9110 section 14.1.2).
@@ -49,12 +51,15 @@ public struct OriginRequest: Sendable {
     public var timeouts: Timeouts
     /// The largest body accepted for this request, in bytes; nil keeps the client's maximum.
     public var maxBodySize: Int64?
+    /// What a POST sends.
+    public var body: [UInt8]
 
     public init(
         url: String, method: Method = .get, range: ByteRange? = nil,
         headers: [(name: String, value: String)] = [], timeouts: Timeouts = Timeouts(),
-        maxBodySize: Int64? = nil
+        maxBodySize: Int64? = nil, body: [UInt8] = []
     ) {
+        self.body = body
         self.url = url
         self.method = method
         self.range = range

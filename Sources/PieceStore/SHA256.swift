@@ -20,16 +20,32 @@ public struct PieceDigest: Hashable, Sendable, CustomStringConvertible {
     public var short: String { hexString(bytes.prefix(8)) }
 }
 
+/// OpenSSL's libcrypto, loaded by the process when first used.
+public enum LibCrypto {
+    /// Nil once libcrypto is loaded, else why it cannot be.
+    private static let failure: String? = swarmgate_crypto_load().map { String(cString: $0) }
+
+    /// Why libcrypto cannot be used (not installed, too old), or nil when it can. Commands
+    /// that hash or sign check it first, to stop with that message.
+    public static var unavailable: String? { failure }
+
+    /// Call before any use of libcrypto; cheap after the first time. A process without it
+    /// stops here with its reason (checked by the commands first).
+    static func ensureLoaded() {
+        if let failure { fatalError("libcrypto: \(failure)") }
+    }
+}
+
 /// SHA-256 through OpenSSL's libcrypto (its EVP interface uses the CPU's SHA extensions).
 public enum SHA256 {
     /// The digest of `data`.
     public static func hash(_ data: UnsafeRawBufferPointer) -> PieceDigest {
+        LibCrypto.ensureLoaded()
         var out = [UInt8](repeating: 0, count: 32)
-        var size: UInt32 = 0
         let ok = out.withUnsafeMutableBufferPointer { o in
-            EVP_Digest(data.baseAddress, data.count, o.baseAddress, &size, EVP_sha256(), nil)
+            swarmgate_sha256(data.baseAddress, data.count, o.baseAddress)
         }
-        precondition(ok == 1 && size == 32, "EVP_Digest(SHA-256) failed")
+        precondition(ok == 1, "SHA-256 failed")
         return PieceDigest(unchecked: out)
     }
 
@@ -45,20 +61,19 @@ public enum SHA256 {
 
 /// SHA-256 fed in parts, for a piece that arrives in chunks.
 public final class SHA256Hasher {
-    private let context: OpaquePointer
+    private let context: UnsafeMutableRawPointer
 
     public init() {
-        guard let c = EVP_MD_CTX_new(), EVP_DigestInit_ex(c, EVP_sha256(), nil) == 1 else {
-            fatalError("EVP_MD_CTX_new / EVP_DigestInit_ex(SHA-256) failed")
-        }
+        LibCrypto.ensureLoaded()
+        guard let c = swarmgate_sha256_new() else { fatalError("SHA-256: out of memory") }
         context = c
     }
 
-    deinit { EVP_MD_CTX_free(context) }
+    deinit { swarmgate_sha256_free(context) }
 
     public func update(_ data: UnsafeRawBufferPointer) {
         guard data.count > 0 else { return }
-        precondition(EVP_DigestUpdate(context, data.baseAddress, data.count) == 1, "EVP_DigestUpdate failed")
+        precondition(swarmgate_sha256_update(context, data.baseAddress, data.count) == 1, "SHA-256 update failed")
     }
 
     public func update(_ bytes: [UInt8]) {
@@ -68,11 +83,9 @@ public final class SHA256Hasher {
     /// The digest of everything fed so far; the hasher starts over afterwards.
     public func finish() -> PieceDigest {
         var out = [UInt8](repeating: 0, count: 32)
-        var size: UInt32 = 0
         out.withUnsafeMutableBufferPointer { o in
-            precondition(EVP_DigestFinal_ex(context, o.baseAddress, &size) == 1 && size == 32, "EVP_DigestFinal_ex failed")
+            precondition(swarmgate_sha256_finish(context, o.baseAddress) == 1, "SHA-256 finish failed")
         }
-        precondition(EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1, "EVP_DigestInit_ex failed")
         return PieceDigest(unchecked: out)
     }
 }
@@ -92,13 +105,12 @@ public func hexString(_ bytes: some Sequence<UInt8>) -> String {
 public enum HMACSHA256 {
     /// The 32-byte authentication code of `message` under `key`.
     public static func code(key: [UInt8], message: [UInt8]) -> [UInt8] {
+        LibCrypto.ensureLoaded()
         var out = [UInt8](repeating: 0, count: 32)
-        var size: UInt32 = 0
         key.withUnsafeBytes { k in
             message.withUnsafeBytes { m in
                 out.withUnsafeMutableBufferPointer { o in
-                    let done = HMAC(EVP_sha256(), k.baseAddress, Int32(k.count), m.baseAddress?.assumingMemoryBound(to: UInt8.self), m.count, o.baseAddress, &size)
-                    precondition(done != nil && size == 32, "HMAC(SHA-256) failed")
+                    precondition(swarmgate_hmac_sha256(k.baseAddress, Int32(k.count), m.baseAddress, m.count, o.baseAddress) == 1, "HMAC-SHA256 failed")
                 }
             }
         }

@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import Origin
+import PieceStore
 
 /// The `swarmgate` command: one binary for the gateway, the tracker and the offline tools.
 @main
@@ -12,6 +14,16 @@ struct Swarmgate: AsyncParsableCommand {
         version: version,
         subcommands: [ServeCommand.self, TrackerCommand.self, RewriteCommand.self, PrepareCommand.self, HealthCommand.self]
     )
+
+    /// Stops the command (exit 1, with the reason) when a system library it needs cannot be
+    /// loaded: the process loads libcurl and libcrypto when first used, not when it starts, so
+    /// that commands which need neither (`rewrite`) start sooner.
+    static func requireSystemLibraries(crypto: Bool = true) throws {
+        for failure in [LibCurl.unavailable, crypto ? LibCrypto.unavailable : nil].compactMap({ $0 }) {
+            FileHandle.standardError.write(Data("swarmgate: \(failure) (Debian: apt install libcurl4 libssl3)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
 
     /// Parses and runs, mapping failures onto SPEC's exit codes: usage errors exit 2 (the
     /// argument parser's own default would be 64), a command's own `ExitCode` passes through.

@@ -23,6 +23,22 @@ struct RetryTests {
         }
     }
 
+    /// A POST (the command line's calls to a gateway's API) sends its body and is never
+    /// retried: it need not be idempotent.
+    @Test func aPostSendsItsBodyAndIsNotRetried() async throws {
+        try await withOrigin({ $0.retries = 2 }) { origin, client in
+            let json = Array(#"{"url":"http://cdn.example.com/a.ts"}"#.utf8)
+            let echoed = try await client.fetch(OriginRequest(url: origin.url("/echo"), method: .post, headers: [("Content-Type", "application/json")], body: json))
+            #expect(echoed.status == 200)
+            #expect(try await echoed.body.collect(upTo: 1000) == Array("POST application/json ".utf8) + json)
+            let empty = try await client.fetch(OriginRequest(url: origin.url("/echo"), method: .post))
+            #expect(try await empty.body.collect(upTo: 1000) == Array("POST - ".utf8))
+            let failed = try await client.fetch(OriginRequest(url: origin.url("/flaky/posted/10"), method: .post, body: json))
+            #expect(failed.status == 500)
+            #expect(try await origin.counts("posted").requests == 1, "a GET is retried twice here (retriesRunOut)")
+        }
+    }
+
     @Test func noRetryAfterBodyBytes() async throws {
         try await withOrigin({ $0.retries = 2 }) { origin, client in
             let response = try await client.fetch(OriginRequest(url: origin.url("/reset?key=once")))

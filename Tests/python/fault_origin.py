@@ -19,6 +19,9 @@ Endpoints:
   /hops/N            302 to /hops/N-1 ... /hops/0 answers 200 "done"
   /need-token        403 unless ?token=secret
   /count/KEY         the counters of KEY as JSON
+  /echo              "METHOD Content-Type BODY" of the request (POST: its body)
+
+POST is answered as GET is (counted the same way), after its body (Content-Length) is read.
 """
 
 import json
@@ -69,6 +72,14 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_HEAD(self):
         self.do_GET()
+
+    def do_POST(self):
+        self.posted = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.do_GET()
+
+    def serve_echo(self, parts):
+        text = "%s %s " % (self.command, self.headers.get("Content-Type", "-"))
+        self.answer(200, text.encode() + getattr(self, "posted", b""))
 
     def do_GET(self):
         url = urlsplit(self.path)

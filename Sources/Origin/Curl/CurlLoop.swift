@@ -41,7 +41,7 @@ final class CurlLoop: @unchecked Sendable {
 
     init() {
         LibCurl.ensureInitialized()
-        guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
+        guard let multi = swarmgate_curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
         self.multi = multi
         startThread()
     }
@@ -69,7 +69,7 @@ final class CurlLoop: @unchecked Sendable {
                 s.stopWaiters.append(c)
                 if s.open {
                     s.commands.append(.stop)
-                    curl_multi_wakeup(multi)
+                    swarmgate_curl_multi_wakeup(multi)
                 }
                 return false
             }
@@ -81,7 +81,7 @@ final class CurlLoop: @unchecked Sendable {
         inbox.withLock { s in
             guard s.open else { return false }
             s.commands.append(command)
-            curl_multi_wakeup(multi)
+            swarmgate_curl_multi_wakeup(multi)
             return true
         }
     }
@@ -120,7 +120,7 @@ final class CurlLoop: @unchecked Sendable {
             if stopping { break }
 
             var running: Int32 = 0
-            curl_multi_perform(multi, &running)
+            swarmgate_curl_multi_perform(multi, &running)
             collectFinished()
 
             let now = ContinuousClock.now
@@ -131,15 +131,15 @@ final class CurlLoop: @unchecked Sendable {
                 }
             }
             // libcurl shortens the wait to its own next timer; a wakeup ends it at once.
-            curl_multi_poll(multi, nil, 0, active.isEmpty ? 60_000 : 100, nil)
+            swarmgate_curl_multi_poll(multi, nil, 0, active.isEmpty ? 60_000 : 100, nil)
         }
         shutDown()
     }
 
     private func start(_ t: Transfer) {
-        let rc = curl_multi_add_handle(multi, t.easy)
+        let rc = swarmgate_curl_multi_add_handle(multi, t.easy)
         guard rc == CURLM_OK else {
-            t.complete(OriginError(.connection, "curl_multi_add_handle: \(String(cString: curl_multi_strerror(rc)))"))
+            t.complete(OriginError(.connection, "curl_multi_add_handle: \(String(cString: swarmgate_curl_multi_strerror(rc)))"))
             return
         }
         active[t.easy] = t
@@ -149,17 +149,17 @@ final class CurlLoop: @unchecked Sendable {
     private func remove(_ t: Transfer, _ error: OriginError) {
         guard active[t.easy] === t else { return }  // already finished
         active[t.easy] = nil
-        curl_multi_remove_handle(multi, t.easy)
+        swarmgate_curl_multi_remove_handle(multi, t.easy)
         t.complete(error)
     }
 
     private func collectFinished() {
         var left: Int32 = 0
-        while let message = curl_multi_info_read(multi, &left) {
+        while let message = swarmgate_curl_multi_info_read(multi, &left) {
             guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
             let result = message.pointee.data.result
             guard let t = active.removeValue(forKey: easy) else { continue }
-            curl_multi_remove_handle(multi, easy)
+            swarmgate_curl_multi_remove_handle(multi, easy)
             t.complete(result)
         }
     }
@@ -174,7 +174,7 @@ final class CurlLoop: @unchecked Sendable {
         }
         for case .add(let t) in late { t.complete(stopped) }
         let waiters = inbox.withLock { s in
-            curl_multi_cleanup(multi)
+            swarmgate_curl_multi_cleanup(multi)
             s.stopped = true
             defer { s.stopWaiters = [] }
             return s.stopWaiters

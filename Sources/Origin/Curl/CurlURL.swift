@@ -37,10 +37,10 @@ struct CurlURL: Sendable, Hashable {
 
     private static func parse(_ text: String, relativeTo base: String?, keepText: Bool) -> CurlURL? {
         LibCurl.ensureInitialized()
-        guard let u = curl_url() else { return nil }
-        defer { curl_url_cleanup(u) }
-        if let base, curl_url_set(u, CURLUPART_URL, base, 0) != CURLUE_OK { return nil }
-        guard curl_url_set(u, CURLUPART_URL, text, 0) == CURLUE_OK,
+        guard let u = swarmgate_curl_url() else { return nil }
+        defer { swarmgate_curl_url_cleanup(u) }
+        if let base, swarmgate_curl_url_set(u, CURLUPART_URL, base, 0) != CURLUE_OK { return nil }
+        guard swarmgate_curl_url_set(u, CURLUPART_URL, text, 0) == CURLUE_OK,
             let scheme = part(u, CURLUPART_SCHEME)?.lowercased(), scheme == "http" || scheme == "https",
             let host = part(u, CURLUPART_HOST), !host.isEmpty,
             let port = part(u, CURLUPART_PORT, UInt32(CURLU_DEFAULT_PORT)).flatMap({ Int($0) }),
@@ -51,8 +51,8 @@ struct CurlURL: Sendable, Hashable {
 
     private static func part(_ u: OpaquePointer, _ what: CURLUPart, _ flags: UInt32 = 0) -> String? {
         var out: UnsafeMutablePointer<CChar>?
-        guard curl_url_get(u, what, &out, flags) == CURLUE_OK, let out else { return nil }
-        defer { curl_free(out) }
+        guard swarmgate_curl_url_get(u, what, &out, flags) == CURLUE_OK, let out else { return nil }
+        defer { swarmgate_curl_free(out) }
         return String(cString: out)
     }
 }

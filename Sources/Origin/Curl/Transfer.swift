@@ -59,7 +59,7 @@ final class Transfer: @unchecked Sendable {
         var buffered = 0
         var highWater = 0
         /// The write callback answered CURL_WRITEFUNC_PAUSE: libcurl keeps that chunk and
-        /// reads no more until the loop calls curl_easy_pause(CONT).
+        /// reads no more until the loop calls swarmgate_curl_easy_pause(CONT).
         var paused = false
         /// The consumer drained the buffer and asked the loop to resume.
         var resumeRequested = false
@@ -81,7 +81,7 @@ final class Transfer: @unchecked Sendable {
     /// Creates and configures the easy handle. The caller holds a host permit for
     /// `options.url.hostKey`, which the transfer gives back once libcurl is done with it.
     init(_ options: TransferOptions, loop: CurlLoop, limiter: HostLimiter) throws(OriginError) {
-        guard let easy = curl_easy_init() else {
+        guard let easy = swarmgate_curl_easy_init() else {
             limiter.release(options.url.hostKey)
             throw OriginError(.connection, "curl_easy_init failed")
         }
@@ -197,7 +197,7 @@ final class Transfer: @unchecked Sendable {
         }
         guard resume else { return }
         lastActivity = .now
-        curl_easy_pause(easy, swarmgate_curlpause_cont)
+        swarmgate_curl_easy_pause(easy, swarmgate_curlpause_cont)
     }
 
     /// Ends the transfer exactly once: frees the easy handle (already out of the multi handle),
@@ -206,8 +206,8 @@ final class Transfer: @unchecked Sendable {
         guard !completed else { return }
         completed = true
         let head = headSent || error != nil ? nil : ResponseHead(status: responseCode(), headers: headerLines)
-        curl_easy_cleanup(easy)
-        curl_slist_free_all(headerList)
+        swarmgate_curl_easy_cleanup(easy)
+        swarmgate_curl_slist_free_all(headerList)
         headerList = nil
         limiter.release(options.url.hostKey)
         let (headWaiter, headResult, bodyWaiter) = shared.withLock { s in
@@ -229,7 +229,7 @@ final class Transfer: @unchecked Sendable {
         let host = options.url.hostKey
         if let refusal { return OriginError(.forbiddenAddress, "refused to connect to \(host): \(refusal)") }
         if let callbackFailure { return callbackFailure }
-        let detail = errorBuffer[0] != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
+        let detail = errorBuffer[0] != 0 ? String(cString: errorBuffer) : String(cString: swarmgate_curl_easy_strerror(code))
         switch code {
         case CURLE_OPERATION_TIMEDOUT:
             return OriginError(.timeout, "\(host): \(detail)")
@@ -359,7 +359,18 @@ final class Transfer: @unchecked Sendable {
         set(CURLOPT_PROXY, "")  // never a proxy from the environment: it would defeat the address check
         set(CURLOPT_NOSIGNAL, 1)
         set(CURLOPT_FOLLOWLOCATION, 0)  // redirects are followed by OriginClient, each hop checked
-        set(o.method == .head ? CURLOPT_NOBODY : CURLOPT_HTTPGET, 1)
+        switch o.method {
+        case .get: set(CURLOPT_HTTPGET, 1)
+        case .head: set(CURLOPT_NOBODY, 1)
+        case .post:
+            // libcurl copies the body (COPYPOSTFIELDS, after its size): nothing to keep alive.
+            if swarmgate_curl_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(o.body.count)) != CURLE_OK { failed = failed ?? CURLOPT_POSTFIELDSIZE_LARGE }
+            let copied =
+                o.body.isEmpty
+                ? swarmgate_curl_setopt_string(easy, CURLOPT_COPYPOSTFIELDS, "")
+                : o.body.withUnsafeBytes { swarmgate_curl_setopt_pointer(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: $0.baseAddress!)) }
+            if copied != CURLE_OK { failed = failed ?? CURLOPT_COPYPOSTFIELDS }
+        }
         if let range = o.range { set(CURLOPT_RANGE, range.description) }
         set(CURLOPT_USERAGENT, o.userAgent)
         set(CURLOPT_CONNECTTIMEOUT_MS, milliseconds(o.connectTimeout))
@@ -381,7 +392,11 @@ final class Transfer: @unchecked Sendable {
             else {
                 return OriginError(.invalidRequest, "request header \(name.debugDescription) is not a valid field")
             }
-            headerList = curl_slist_append(headerList, "\(name): \(value)")
+            headerList = swarmgate_curl_slist_append(headerList, "\(name): \(value)")
+        }
+        // libcurl would call a POST body a form unless told otherwise: no type, unless given.
+        if o.method == .post && !o.headers.contains(where: { $0.name.lowercased() == "content-type" }) {
+            headerList = swarmgate_curl_slist_append(headerList, "Content-Type:")
         }
         if let headerList { _ = swarmgate_curl_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList) }
 

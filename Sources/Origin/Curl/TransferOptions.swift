@@ -2,6 +2,7 @@
 struct TransferOptions: Sendable {
     var url: CurlURL
     var method: OriginRequest.Method
+    var body: [UInt8]
     var range: OriginRequest.ByteRange?
     var headers: [(name: String, value: String)]
     var connectTimeout: Duration
@@ -17,6 +18,7 @@ struct TransferOptions: Sendable {
     init(_ request: OriginRequest, url: CurlURL, method: OriginRequest.Method, configuration c: OriginClient.Configuration) {
         self.url = url
         self.method = method
+        self.body = request.body
         self.range = request.range
         self.headers = request.headers
         self.connectTimeout = request.timeouts.connect ?? c.connectTimeout

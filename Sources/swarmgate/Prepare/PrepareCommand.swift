@@ -1,9 +1,7 @@
 import ArgumentParser
 import Foundation
-
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
+import Gateway
+import Origin
 
 /// `swarmgate prepare URL`: asks a gateway to prepare an object, or every object of a playlist
 /// (SPEC section 4), through its `POST /prepare`. With `--wait`, follows the jobs until the
@@ -18,18 +16,19 @@ struct PrepareCommand: AsyncParsableCommand {
     @Flag(help: "Wait until every queued object of the stream is prepared (exit 1 if one failed).") var wait = false
 
     func run() async throws {
+        try Swarmgate.requireSystemLibraries(crypto: false)
         var base = gateway
         while base.hasSuffix("/") { base.removeLast() }
         var fields: [String: String] = ["url": url]
         if let xresid { fields["xresid"] = xresid }
-        let (status, body) = try await Self.call(base + "/prepare", method: "POST", body: try JSONSerialization.data(withJSONObject: fields))
+        let (status, body) = try await Self.call(base + "/prepare", method: .post, body: try JSONSerialization.data(withJSONObject: fields))
         print(String(decoding: body, as: UTF8.self))
         guard status == 202 else { throw ExitCode(1) }
         guard wait else { return }
         let stream = (try? JSONSerialization.jsonObject(with: body) as? [String: Any])?["xresid"] as? String
         while true {
             try await Task.sleep(for: .milliseconds(250))
-            let (_, jobs) = try await Self.call(base + "/jobs", method: "GET", body: nil)
+            let (_, jobs) = try await Self.call(base + "/jobs", method: .get, body: nil)
             let list = ((try? JSONSerialization.jsonObject(with: jobs) as? [String: Any])?["jobs"] as? [[String: Any]] ?? [])
                 .filter { $0["xresid"] as? String == stream }
             let states = list.compactMap { $0["state"] as? String }
@@ -41,17 +40,22 @@ struct PrepareCommand: AsyncParsableCommand {
         }
     }
 
-    static func call(_ url: String, method: String, body: Data?) async throws -> (Int, Data) {
-        guard let u = URL(string: url) else { throw ValidationError("bad gateway URL \(url)") }
-        var request = URLRequest(url: u)
-        request.httpMethod = method
-        request.httpBody = body
-        if body != nil { request.setValue("application/json", forHTTPHeaderField: "Content-Type") }
+    /// One call to the gateway's API, through the origin client (libcurl) allowed to reach the
+    /// gateway's host: (status, body). A failure to connect ends the command (exit 1).
+    static func call(_ url: String, method: OriginRequest.Method, body: Data?) async throws -> (Int, Data) {
+        let client: OriginClientAdapter
         do {
-            let (data, response) = try await URLSession.shared.data(for: request)
-            return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
+            client = try OriginClientAdapter(allowOrigins: [HealthCommand.authority(of: url)], maxObjectSize: 64 << 20)
         } catch {
-            FileHandle.standardError.write(Data("swarmgate prepare: \(url): \(error.localizedDescription)\n".utf8))
+            throw ValidationError("bad gateway URL \(url)")
+        }
+        defer { Task { await client.client.shutdown() } }
+        let headers = body == nil ? [] : [(name: "Content-Type", value: "application/json")]
+        do {
+            let response = try await client.client.fetch(OriginRequest(url: url, method: method, headers: headers, body: body.map { [UInt8]($0) } ?? []))
+            return (response.status, Data(try await response.body.collect(upTo: 64 << 20)))
+        } catch {
+            FileHandle.standardError.write(Data("swarmgate prepare: \(url): \(error)\n".utf8))
             throw ExitCode(1)
         }
     }

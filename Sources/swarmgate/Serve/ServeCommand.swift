@@ -65,6 +65,7 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try Swarmgate.requireSystemLibraries()
         let settings: Settings
         let configuration: GatewayConfiguration
         do {
@@ -122,6 +123,7 @@ struct HealthCommand: AsyncParsableCommand {
     @Argument(help: "The gateway's URL (default http://127.0.0.1:8080).") var url: String = "http://127.0.0.1:8080"
 
     func run() async throws {
+        try Swarmgate.requireSystemLibraries(crypto: false)
         var base = url
         while base.hasSuffix("/") { base.removeLast() }
         let probe: OriginClientAdapter

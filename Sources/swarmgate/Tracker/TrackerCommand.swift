@@ -46,6 +46,7 @@ struct TrackerCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try Swarmgate.requireSystemLibraries()
         let environment = ProcessInfo.processInfo.environment
         let settings: Settings
         let found: SwarmCredentials?
