@@ -237,7 +237,8 @@ public final class GatewayResponder: HTTPResponder {
         }
         let answer: OriginAnswer
         do {
-            answer = try await origin.fetch(OriginFetch(url: proxy.origin.string, range: manifestHint ? nil : clientRange))
+            answer = try await origin.fetch(
+                OriginFetch(url: proxy.origin.string, range: manifestHint ? nil : clientRange, idleTimeout: Self.blockingReloadWait(proxy, manifestHint: manifestHint, configured: configuration.originIdleTimeout)))
         } catch {
             throw error.failure
         }
@@ -412,6 +413,20 @@ public final class GatewayResponder: HTTPResponder {
     }
 
     static let partTag = Array("#EXT-X-PART:".utf8)
+
+    /// How long a low-latency playlist's blocking reload (`_HLS_msn`, RFC 8216bis 6.2.5.2) may
+    /// wait for the origin's first byte: the origin holds it until the segment or part asked
+    /// for is out, up to three target durations, so longer than the configured idle time
+    /// when that is shorter than `blockingReloadLimit`. Nil for any other request.
+    static func blockingReloadWait(_ proxy: ProxyURL, manifestHint: Bool, configured: Duration) -> Duration? {
+        guard manifestHint, let query = proxy.origin.query,
+            query.split(separator: "&").contains(where: { $0.hasPrefix("_HLS_msn=") })
+        else { return nil }
+        return max(configured, blockingReloadLimit)
+    }
+
+    /// Three times the longest target duration low-latency streams use (6 s), with room.
+    static let blockingReloadLimit = Duration.seconds(30)
     /// The largest live MPD whose tail is listed before its answer (a long DVR timeline's
     /// listing takes milliseconds).
     static let inlineLiveMPDSize = 256 << 10

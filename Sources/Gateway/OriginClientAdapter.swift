@@ -24,7 +24,9 @@ public final class OriginClientAdapter: OriginFetching {
     }
 
     public func fetch(_ request: OriginFetch) async throws(OriginFetchError) -> OriginAnswer {
-        let r = OriginRequest(url: request.url, range: request.range.flatMap(Self.byteRange), maxBodySize: request.maxBodySize.map(Int64.init))
+        let r = OriginRequest(
+            url: request.url, range: request.range.flatMap(Self.byteRange), timeouts: .init(idle: request.idleTimeout),
+            maxBodySize: request.maxBodySize.map(Int64.init))
         let response: OriginResponse
         do {
             response = try await client.fetch(r)

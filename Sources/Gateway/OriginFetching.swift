@@ -11,11 +11,14 @@ public struct OriginFetch: Sendable {
     /// A Range header value to send, e.g. `bytes=0-99`.
     public var range: String?
     public var maxBodySize: Int?
+    /// How long the origin may send nothing, when not the client's configured time.
+    public var idleTimeout: Duration?
 
-    public init(url: String, range: String? = nil, maxBodySize: Int? = nil) {
+    public init(url: String, range: String? = nil, maxBodySize: Int? = nil, idleTimeout: Duration? = nil) {
         self.url = url
         self.range = range
         self.maxBodySize = maxBodySize
+        self.idleTimeout = idleTimeout
     }
 }
 

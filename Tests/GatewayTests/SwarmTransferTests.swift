@@ -487,6 +487,12 @@ final class SwarmTransferTests {
             if fetched == 0 { try await Task.sleep(for: .milliseconds(200)) }
         }
         #expect(fetched >= 1, "the tail of a playlist read with --live-hold 0 is prepared")
+        // The origin holds a blocking reload until the segment is out (here 1.5 s), longer
+        // than a node's --origin-idle-timeout may be: the reload is answered, not a 504.
+        let (d, portD) = try Live.gateway(["--allow-origin", origin, "--origin-idle-timeout", "0.5"])
+        defer { d.stop() }
+        let reload = try await HTTP.get("http://127.0.0.1:\(portD)\(base)ll.m3u8?segments=6&first=3&parts=1&block=1.5&_HLS_msn=9")
+        #expect(reload.status == 200 && reload.text.contains("#EXT-X-PART:"), "\(reload.status) \(reload.text)")
     }
 
     /// A node cannot make the registry drop a good copy: on `changed`, the registry fetches the
