@@ -5,19 +5,23 @@
 
 #include "CLoader.h"
 
-// Every libcrypto function swarmgate calls: its type, and its name in libcrypto.
-#define SWARMGATE_CRYPTO_FUNCTIONS(X)                                                                          \
-    X(int, EVP_Digest, (const void *, size_t, unsigned char *, unsigned int *, const EVP_MD *, ENGINE *))      \
-    X(const EVP_MD *, EVP_sha256, (void))                                                                      \
-    X(EVP_MD_CTX *, EVP_MD_CTX_new, (void))                                                                    \
-    X(void, EVP_MD_CTX_free, (EVP_MD_CTX *))                                                                   \
-    X(int, EVP_DigestInit_ex, (EVP_MD_CTX *, const EVP_MD *, ENGINE *))                                        \
-    X(int, EVP_DigestUpdate, (EVP_MD_CTX *, const void *, size_t))                                             \
-    X(int, EVP_DigestFinal_ex, (EVP_MD_CTX *, unsigned char *, unsigned int *))                                \
-    X(unsigned char *, HMAC, (const EVP_MD *, const void *, int, const unsigned char *, size_t, unsigned char *, \
-                              unsigned int *))
+// Every libcrypto function swarmgate calls (each through a pointer of the type its headers declare).
+#define SWARMGATE_CRYPTO_FUNCTIONS(X) \
+    X(EVP_Digest) \
+    X(EVP_sha256) \
+    X(EVP_MD_CTX_new) \
+    X(EVP_MD_CTX_free) \
+    X(EVP_DigestInit_ex) \
+    X(EVP_DigestUpdate) \
+    X(EVP_DigestFinal_ex) \
+    X(HMAC)
 
-SWARMGATE_LAZY_LIBRARY(SWARMGATE_CRYPTO_FUNCTIONS, swarmgate_crypto_load, "libcrypto.so.3", "libcrypto.3.dylib")
+// OpenSSL 3, else 1.1 (the same functions, with the same types).
+#ifdef __APPLE__
+SWARMGATE_LAZY_LIBRARY(SWARMGATE_CRYPTO_FUNCTIONS, swarmgate_crypto_load, "libcrypto", "libcrypto.3.dylib")
+#else
+SWARMGATE_LAZY_LIBRARY(SWARMGATE_CRYPTO_FUNCTIONS, swarmgate_crypto_load, "libcrypto", "libcrypto.so.3", "libcrypto.so.1.1")
+#endif
 
 int swarmgate_sha256(const void *data, size_t count, unsigned char *out) {
     unsigned int size = 0;

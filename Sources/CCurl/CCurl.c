@@ -2,35 +2,41 @@
 
 #include "CLoader.h"
 
-// Every libcurl function swarmgate calls: its type, and its name in libcurl.
-#define SWARMGATE_CURL_FUNCTIONS(X)                                                            \
-    X(CURLcode, curl_global_init, (long))                                                      \
-    X(CURL *, curl_easy_init, (void))                                                          \
-    X(void, curl_easy_cleanup, (CURL *))                                                       \
-    X(CURLcode, curl_easy_setopt, (CURL *, CURLoption, ...))                                   \
-    X(CURLcode, curl_easy_getinfo, (CURL *, CURLINFO, ...))                                    \
-    X(CURLcode, curl_easy_pause, (CURL *, int))                                                \
-    X(const char *, curl_easy_strerror, (CURLcode))                                            \
-    X(CURLM *, curl_multi_init, (void))                                                        \
-    X(CURLMcode, curl_multi_cleanup, (CURLM *))                                                \
-    X(CURLMcode, curl_multi_add_handle, (CURLM *, CURL *))                                     \
-    X(CURLMcode, curl_multi_remove_handle, (CURLM *, CURL *))                                  \
-    X(CURLMcode, curl_multi_perform, (CURLM *, int *))                                         \
-    X(CURLMcode, curl_multi_poll, (CURLM *, struct curl_waitfd *, unsigned int, int, int *))   \
-    X(CURLMcode, curl_multi_wakeup, (CURLM *))                                                 \
-    X(CURLMsg *, curl_multi_info_read, (CURLM *, int *))                                       \
-    X(const char *, curl_multi_strerror, (CURLMcode))                                          \
-    X(CURLMcode, curl_multi_setopt, (CURLM *, CURLMoption, ...))                               \
-    X(struct curl_slist *, curl_slist_append, (struct curl_slist *, const char *))             \
-    X(void, curl_slist_free_all, (struct curl_slist *))                                        \
-    X(CURLU *, curl_url, (void))                                                               \
-    X(void, curl_url_cleanup, (CURLU *))                                                       \
-    X(CURLUcode, curl_url_set, (CURLU *, CURLUPart, const char *, unsigned int))               \
-    X(CURLUcode, curl_url_get, (CURLU *, CURLUPart, char **, unsigned int))                    \
-    X(void, curl_free, (void *))                                                               \
-    X(curl_version_info_data *, curl_version_info, (CURLversion))
+// Every libcurl function swarmgate calls (each through a pointer of the type curl.h declares).
+#define SWARMGATE_CURL_FUNCTIONS(X) \
+    X(curl_global_init) \
+    X(curl_easy_init) \
+    X(curl_easy_cleanup) \
+    X(curl_easy_setopt) \
+    X(curl_easy_getinfo) \
+    X(curl_easy_pause) \
+    X(curl_easy_strerror) \
+    X(curl_multi_init) \
+    X(curl_multi_cleanup) \
+    X(curl_multi_add_handle) \
+    X(curl_multi_remove_handle) \
+    X(curl_multi_perform) \
+    X(curl_multi_poll) \
+    X(curl_multi_wakeup) \
+    X(curl_multi_info_read) \
+    X(curl_multi_strerror) \
+    X(curl_multi_setopt) \
+    X(curl_slist_append) \
+    X(curl_slist_free_all) \
+    X(curl_url) \
+    X(curl_url_cleanup) \
+    X(curl_url_set) \
+    X(curl_url_get) \
+    X(curl_free) \
+    X(curl_version_info)
 
-SWARMGATE_LAZY_LIBRARY(SWARMGATE_CURL_FUNCTIONS, swarmgate_curl_load, "libcurl.so.4", "libcurl.4.dylib")
+// The OpenSSL build first (Debian's libcurl4), else the GnuTLS one (libcurl3-gnutls, which
+// many hosts have for git): swarmgate uses nothing that differs between them.
+#ifdef __APPLE__
+SWARMGATE_LAZY_LIBRARY(SWARMGATE_CURL_FUNCTIONS, swarmgate_curl_load, "libcurl", "libcurl.4.dylib")
+#else
+SWARMGATE_LAZY_LIBRARY(SWARMGATE_CURL_FUNCTIONS, swarmgate_curl_load, "libcurl", "libcurl.so.4", "libcurl-gnutls.so.4")
+#endif
 
 CURLcode swarmgate_curl_global_init(long flags) { return f.curl_global_init(flags); }
 CURL *swarmgate_curl_easy_init(void) { return f.curl_easy_init(); }

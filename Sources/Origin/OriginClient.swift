@@ -50,7 +50,8 @@ public final class OriginClient: Sendable {
             guard let next = CurlURL(location: location, relativeTo: url) else {
                 throw OriginError(.badRedirect, "\(url.string) redirects to unusable Location \(location.debugDescription)")
             }
-            if head.status == 303 && method != .head { method = .get }
+            // As browsers and curl do: a 303, and a 301 or 302 after a POST, are followed by GET.
+            if (head.status == 303 && method != .head) || (method == .post && head.status != 307 && head.status != 308) { method = .get }
             url = next
         }
     }

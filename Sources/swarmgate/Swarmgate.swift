@@ -19,8 +19,9 @@ struct Swarmgate: AsyncParsableCommand {
     /// loaded: the process loads libcurl and libcrypto when first used, not when it starts, so
     /// that commands which need neither (`rewrite`) start sooner.
     static func requireSystemLibraries(crypto: Bool = true) throws {
-        for failure in [LibCurl.unavailable, crypto ? LibCrypto.unavailable : nil].compactMap({ $0 }) {
-            FileHandle.standardError.write(Data("swarmgate: \(failure) (Debian: apt install libcurl4 libssl3)\n".utf8))
+        // libcrypto first: libcurl needs it too, and would fail in its name.
+        for failure in [crypto ? LibCrypto.unavailable : nil, LibCurl.unavailable].compactMap({ $0 }) {
+            FileHandle.standardError.write(Data("swarmgate: \(failure); install libcurl and OpenSSL (Debian 12: apt install libcurl4 libssl3)\n".utf8))
             throw ExitCode(1)
         }
     }

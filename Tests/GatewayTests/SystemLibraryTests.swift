@@ -6,42 +6,71 @@ import Testing
 /// (exit 1), never with the dynamic loader's refusal to start or a crash.
 @Suite("System libraries loaded when first used")
 struct SystemLibraryTests {
-    /// Runs `swarmgate arguments` on a machine where `library` cannot be loaded: in a mount
-    /// namespace of its own, the file is covered by /dev/null. Returns (status, stdout, stderr).
-    static func without(_ library: String, _ arguments: [String], stdin: String = "") throws -> (Int32, String, String) {
-        let path = try #require(
-            ["/lib/x86_64-linux-gnu/", "/usr/lib/x86_64-linux-gnu/", "/lib64/", "/usr/lib64/"].map { $0 + library }
-                .first { FileManager.default.fileExists(atPath: $0) }, "\(library) is not where this test looks")
+    /// The files swarmgate may load libcurl from: the OpenSSL build, else the GnuTLS one.
+    static let libcurl = ["libcurl.so.4", "libcurl-gnutls.so.4"]
+
+    /// Runs `swarmgate arguments` on a machine where `libraries` (those of them this one has;
+    /// the first it must have) cannot be loaded: in a mount namespace of its own, each file is
+    /// covered by /dev/null. Stopped after 30 s. Returns (status, stdout, stderr).
+    static func without(_ libraries: [String], _ arguments: [String], stdin: String = "") throws -> (Int32, String, String) {
+        let paths = try libraries.compactMap { try Self.location(of: $0) }
+        try #require(try Self.location(of: libraries[0]) != nil, "ldconfig does not know \(libraries[0])")
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
-        p.arguments = ["--map-root-user", "--mount", "sh", "-c", #"mount --bind /dev/null "$1" || exit 99; shift; exec "$@""#, "sh", path, Live.binary] + arguments
+        let cover = #"n=$1; shift; while [ "$n" -gt 0 ]; do mount --bind /dev/null "$1" || exit 99; shift; n=$((n-1)); done; exec "$@""#
+        p.arguments = ["--map-root-user", "--mount", "sh", "-c", cover, "sh", String(paths.count)] + paths + [Live.binary] + arguments
         let (input, output, errors) = (Pipe(), Pipe(), Pipe())
         (p.standardInput, p.standardOutput, p.standardError) = (input, output, errors)
         try p.run()
+        DispatchQueue.global().asyncAfter(deadline: .now() + 30) { if p.isRunning { p.terminate() } }
         input.fileHandleForWriting.write(Data(stdin.utf8))
         try input.fileHandleForWriting.close()
         let out = output.fileHandleForReading.readDataToEndOfFile()
         let err = errors.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()
-        #expect(p.terminationStatus != 99, "could not cover \(path)")
+        #expect(p.terminationStatus != 99, "could not cover \(paths)")
         return (p.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
     }
 
-    @Test(.enabled(if: Live.canMountSmallDisks), arguments: ["libcurl.so.4", "libcrypto.so.3"])
-    func aRewriteNeedsNeitherLibrary(library: String) throws {
+    /// Where the dynamic loader finds `library` (`ldconfig -p`: "libcurl.so.4 (libc6,x86-64) => /lib/…").
+    static func location(of library: String) throws -> String? {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/sbin/ldconfig")
+        p.arguments = ["-p"]
+        let output = Pipe()
+        p.standardOutput = output
+        try p.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        return text.split(separator: "\n").first { $0.trimmingCharacters(in: .whitespaces).hasPrefix(library + " ") }
+            .flatMap { line in line.range(of: "=> ").map { String(line[$0.upperBound...]).trimmingCharacters(in: .whitespaces) } }
+    }
+
+    @Test(.enabled(if: Live.canMountSmallDisks), arguments: [libcurl, ["libcrypto.so.3"]])
+    func aRewriteNeedsNeitherLibrary(libraries: [String]) throws {
         let playlist = "#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXTINF:4.0,\nseg0.ts?token=abc\n#EXT-X-ENDLIST\n"
-        let (status, out, err) = try Self.without(library, ["rewrite", "--base-url", "https://cdn.example.com/v/index.m3u8", "--xresid", "s1", "-"], stdin: playlist)
+        let (status, out, err) = try Self.without(libraries, ["rewrite", "--base-url", "https://cdn.example.com/v/index.m3u8", "--xresid", "s1", "-"], stdin: playlist)
         #expect(status == 0, "\(err)")
         #expect(out.contains("/hls.vod.p2p.com/cdn.example.com/v/seg0.ts?token=abc&xresid=s1"), "\(out)")
     }
 
     @Test(.enabled(if: Live.canMountSmallDisks), arguments: [
-        ("libcurl.so.4", ["serve", "--listen", "127.0.0.1:0"]), ("libcrypto.so.3", ["serve", "--listen", "127.0.0.1:0"]),
-        ("libcurl.so.4", ["health", "http://127.0.0.1:9"]), ("libcurl.so.4", ["prepare", "http://cdn.example.com/a.ts"]),
+        (libcurl, ["serve", "--listen", "127.0.0.1:0"]), (["libcrypto.so.3"], ["serve", "--listen", "127.0.0.1:0"]),
+        (libcurl, ["health", "http://127.0.0.1:9"]), (libcurl, ["prepare", "http://cdn.example.com/a.ts"]),
     ])
-    func aCommandThatNeedsALibraryStopsWithTheReason(library: String, arguments: [String]) throws {
-        let (status, _, err) = try Self.without(library, arguments)
+    func aCommandThatNeedsALibraryStopsWithTheReason(libraries: [String], arguments: [String]) throws {
+        let (status, _, err) = try Self.without(libraries, arguments)
         #expect(status == 1, "\(err)")
-        #expect(err.contains("swarmgate: cannot load") && err.contains(library) && err.contains("apt install"), "\(err)")
+        // Named by what could not be loaded: libcurl needs libcrypto too, and without it
+        // would fail first were libcrypto not checked first.
+        let name = String(libraries[0].prefix { $0 != "." })
+        #expect(err.contains("swarmgate: cannot load \(name) (") && err.contains(libraries[0]) && err.contains("apt install"), "\(err)")
+    }
+
+    /// A host with only the GnuTLS build of libcurl (which many have for git) fetches with it.
+    @Test(.enabled(if: Live.canMountSmallDisks && (try? location(of: "libcurl-gnutls.so.4")) != nil))
+    func theGnuTLSBuildOfLibcurlIsUsedWhenTheOpenSSLOneIsMissing() throws {
+        let (status, _, err) = try Self.without(["libcurl.so.4"], ["health", "http://127.0.0.1:9"])
+        #expect(status == 1 && !err.contains("cannot load") && err.contains("connect"), "libcurl fetched, and found nothing listening: \(err)")
     }
 }

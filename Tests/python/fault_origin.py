@@ -82,6 +82,8 @@ class Handler(BaseHTTPRequestHandler):
         self.answer(200, text.encode() + getattr(self, "posted", b""))
 
     def do_GET(self):
+        if self.command != "POST":
+            self.posted = b""  # not the body of an earlier POST on this connection
         url = urlsplit(self.path)
         self.query = {k: v[0] for k, v in parse_qs(url.query).items()}
         parts = url.path.strip("/").split("/")

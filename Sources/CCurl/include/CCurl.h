@@ -6,6 +6,9 @@
 #ifndef SWARMGATE_CCURL_H
 #define SWARMGATE_CCURL_H
 
+// curl.h makes curl_easy_setopt and curl_easy_getinfo type-checking macros for some
+// compilers (clang from curl 8.16): this file calls them through pointers instead.
+#define CURL_DISABLE_TYPECHECK 1
 #include <curl/curl.h>
 #include <stdlib.h>
 #include <string.h>

@@ -8,41 +8,39 @@
 #include <pthread.h>
 #include <stddef.h>
 
-/// Opens shared library `soname` (as `dlopen` finds it) and resolves the `count` functions
-/// `names` into `slots`, in order. Returns NULL when all are there, else a message saying
-/// what is missing (written to `error`, `size` bytes); the library is then closed again.
-const char *swarmgate_load_library(const char *soname, const char *const *names, void **slots, size_t count,
-                                   char *error, size_t size);
+/// Opens the first of the shared libraries `sonames` (NULL-terminated, as `dlopen` finds
+/// them) that loads, and resolves the `count` symbols `names` into `table`, one pointer each,
+/// in order. Returns NULL when all are there, else a message (written to `error`, `size`
+/// bytes, starting "cannot load `label`") saying what is missing; `table` is then all NULL.
+const char *swarmgate_load_library(const char *label, const char *const *sonames, const char *const *names, void *table,
+                                   size_t count, char *error, size_t size);
 
-/// Defines, in a library's C file, `f`: a struct with a pointer for each function `LIST` names
-/// (`LIST(X)` expands `X(type, name, (parameters))` once per function), and `LOAD`, a
-/// function that loads the library (`LINUX_SONAME`, or `APPLE_NAME` on Apple platforms) and
-/// resolves them into `f`, once for the process: it returns NULL when they are all there, else
-/// why not (the same answer every time). Calls through `f` are valid after `LOAD` said NULL.
-#define SWARMGATE_LAZY_LIBRARY(LIST, LOAD, LINUX_SONAME, APPLE_NAME)                                            \
+/// Defines, in a library's C file, `f`: a struct with a pointer for each symbol `LIST` names
+/// (`LIST(X)` expands `X(name)` once per symbol; each pointer has the type the library's
+/// header declares), and `LOAD`, a function that loads the library (the first of the sonames
+/// after `LABEL` that loads) and resolves them into `f`, once for the process: it returns
+/// NULL when they are all there, else why not (the same answer every time). Calls through `f`
+/// are valid after `LOAD` said NULL.
+#define SWARMGATE_LAZY_LIBRARY(LIST, LOAD, LABEL, ...)                                                          \
     static struct { LIST(SWARMGATE_LAZY_FIELD) } f;                                                           \
     static const char *const swarmgate_lazy_names[] = { LIST(SWARMGATE_LAZY_NAME) };                          \
+    static const char *const swarmgate_lazy_sonames[] = { __VA_ARGS__, NULL };                                \
     _Static_assert(sizeof f == sizeof swarmgate_lazy_names / sizeof *swarmgate_lazy_names * sizeof(void *),    \
                    "one slot per name");                                                                      \
     static pthread_once_t swarmgate_lazy_once = PTHREAD_ONCE_INIT;                                            \
     static const char *swarmgate_lazy_failure;                                                                \
     static char swarmgate_lazy_message[512];                                                                  \
     static void swarmgate_lazy_load(void) {                                                                   \
-        swarmgate_lazy_failure = swarmgate_load_library(SWARMGATE_LAZY_SONAME(LINUX_SONAME, APPLE_NAME),      \
-            swarmgate_lazy_names, (void **)&f, sizeof swarmgate_lazy_names / sizeof *swarmgate_lazy_names,    \
-            swarmgate_lazy_message, sizeof swarmgate_lazy_message);                                           \
+        swarmgate_lazy_failure = swarmgate_load_library(LABEL, swarmgate_lazy_sonames, swarmgate_lazy_names,  \
+            &f, sizeof swarmgate_lazy_names / sizeof *swarmgate_lazy_names, swarmgate_lazy_message,           \
+            sizeof swarmgate_lazy_message);                                                                   \
     }                                                                                                         \
     const char *LOAD(void) {                                                                                  \
         pthread_once(&swarmgate_lazy_once, swarmgate_lazy_load);                                              \
         return swarmgate_lazy_failure;                                                                        \
     }
 
-#define SWARMGATE_LAZY_FIELD(type, name, parameters) type (*name) parameters;
-#define SWARMGATE_LAZY_NAME(type, name, parameters) #name,
-#ifdef __APPLE__
-#define SWARMGATE_LAZY_SONAME(linux, apple) apple
-#else
-#define SWARMGATE_LAZY_SONAME(linux, apple) linux
-#endif
+#define SWARMGATE_LAZY_FIELD(name) __typeof__(name) *name;
+#define SWARMGATE_LAZY_NAME(name) #name,
 
 #endif

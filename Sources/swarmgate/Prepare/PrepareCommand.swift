@@ -19,16 +19,25 @@ struct PrepareCommand: AsyncParsableCommand {
         try Swarmgate.requireSystemLibraries(crypto: false)
         var base = gateway
         while base.hasSuffix("/") { base.removeLast() }
+        // The gateway answers /prepare once it has read the playlist and each of its variants
+        // from the origin, which can take long for a large master playlist.
+        let client: OriginClientAdapter
+        do {
+            client = try OriginClientAdapter(allowOrigins: [HealthCommand.authority(of: base)], idleTimeout: .seconds(120), maxObjectSize: 64 << 20)
+        } catch {
+            throw ValidationError("bad gateway URL \(gateway)")
+        }
+        defer { Task { await client.client.shutdown() } }
         var fields: [String: String] = ["url": url]
         if let xresid { fields["xresid"] = xresid }
-        let (status, body) = try await Self.call(base + "/prepare", method: .post, body: try JSONSerialization.data(withJSONObject: fields))
+        let (status, body) = try await Self.call(client, base + "/prepare", method: .post, body: try JSONSerialization.data(withJSONObject: fields))
         print(String(decoding: body, as: UTF8.self))
         guard status == 202 else { throw ExitCode(1) }
         guard wait else { return }
         let stream = (try? JSONSerialization.jsonObject(with: body) as? [String: Any])?["xresid"] as? String
         while true {
             try await Task.sleep(for: .milliseconds(250))
-            let (_, jobs) = try await Self.call(base + "/jobs", method: .get, body: nil)
+            let (_, jobs) = try await Self.call(client, base + "/jobs", method: .get, body: nil)
             let list = ((try? JSONSerialization.jsonObject(with: jobs) as? [String: Any])?["jobs"] as? [[String: Any]] ?? [])
                 .filter { $0["xresid"] as? String == stream }
             let states = list.compactMap { $0["state"] as? String }
@@ -40,16 +49,9 @@ struct PrepareCommand: AsyncParsableCommand {
         }
     }
 
-    /// One call to the gateway's API, through the origin client (libcurl) allowed to reach the
-    /// gateway's host: (status, body). A failure to connect ends the command (exit 1).
-    static func call(_ url: String, method: OriginRequest.Method, body: Data?) async throws -> (Int, Data) {
-        let client: OriginClientAdapter
-        do {
-            client = try OriginClientAdapter(allowOrigins: [HealthCommand.authority(of: url)], maxObjectSize: 64 << 20)
-        } catch {
-            throw ValidationError("bad gateway URL \(url)")
-        }
-        defer { Task { await client.client.shutdown() } }
+    /// One call to the gateway's API through `client`: (status, body). A failure to connect
+    /// ends the command (exit 1).
+    static func call(_ client: OriginClientAdapter, _ url: String, method: OriginRequest.Method, body: Data?) async throws -> (Int, Data) {
         let headers = body == nil ? [] : [(name: "Content-Type", value: "application/json")]
         do {
             let response = try await client.client.fetch(OriginRequest(url: url, method: method, headers: headers, body: body.map { [UInt8]($0) } ?? []))
