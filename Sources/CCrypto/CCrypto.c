@@ -17,11 +17,8 @@
     X(HMAC)
 
 // OpenSSL 3, else 1.1 (the same functions, with the same types).
-#ifdef __APPLE__
-SWARMGATE_LAZY_LIBRARY(SWARMGATE_CRYPTO_FUNCTIONS, swarmgate_crypto_load, "libcrypto", "libcrypto.3.dylib")
-#else
-SWARMGATE_LAZY_LIBRARY(SWARMGATE_CRYPTO_FUNCTIONS, swarmgate_crypto_load, "libcrypto", "libcrypto.so.3", "libcrypto.so.1.1")
-#endif
+SWARMGATE_LAZY_LIBRARY(SWARMGATE_CRYPTO_FUNCTIONS, swarmgate_crypto_load, "libcrypto", ("libcrypto.so.3", "libcrypto.so.1.1"),
+                       ("libcrypto.3.dylib"))
 
 int swarmgate_sha256(const void *data, size_t count, unsigned char *out) {
     unsigned int size = 0;

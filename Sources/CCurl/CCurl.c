@@ -32,11 +32,8 @@
 
 // The OpenSSL build first (Debian's libcurl4), else the GnuTLS one (libcurl3-gnutls, which
 // many hosts have for git): swarmgate uses nothing that differs between them.
-#ifdef __APPLE__
-SWARMGATE_LAZY_LIBRARY(SWARMGATE_CURL_FUNCTIONS, swarmgate_curl_load, "libcurl", "libcurl.4.dylib")
-#else
-SWARMGATE_LAZY_LIBRARY(SWARMGATE_CURL_FUNCTIONS, swarmgate_curl_load, "libcurl", "libcurl.so.4", "libcurl-gnutls.so.4")
-#endif
+SWARMGATE_LAZY_LIBRARY(SWARMGATE_CURL_FUNCTIONS, swarmgate_curl_load, "libcurl", ("libcurl.so.4", "libcurl-gnutls.so.4"),
+                       ("libcurl.4.dylib"))
 
 CURLcode swarmgate_curl_global_init(long flags) { return f.curl_global_init(flags); }
 CURL *swarmgate_curl_easy_init(void) { return f.curl_easy_init(); }

@@ -17,14 +17,15 @@ const char *swarmgate_load_library(const char *label, const char *const *sonames
 
 /// Defines, in a library's C file, `f`: a struct with a pointer for each symbol `LIST` names
 /// (`LIST(X)` expands `X(name)` once per symbol; each pointer has the type the library's
-/// header declares), and `LOAD`, a function that loads the library (the first of the sonames
-/// after `LABEL` that loads) and resolves them into `f`, once for the process: it returns
-/// NULL when they are all there, else why not (the same answer every time). Calls through `f`
-/// are valid after `LOAD` said NULL.
-#define SWARMGATE_LAZY_LIBRARY(LIST, LOAD, LABEL, ...)                                                          \
+/// header declares), and `LOAD`, a function that loads the library (the first that loads of
+/// `LINUX_SONAMES`, or `APPLE_NAMES` on Apple platforms, each a parenthesized list) and
+/// resolves them into `f`, once for the process: it returns NULL when they are all there,
+/// else why not (the same answer every time). Calls through `f` are valid after `LOAD` said
+/// NULL. `LABEL` names the library in messages.
+#define SWARMGATE_LAZY_LIBRARY(LIST, LOAD, LABEL, LINUX_SONAMES, APPLE_NAMES)                                   \
     static struct { LIST(SWARMGATE_LAZY_FIELD) } f;                                                           \
     static const char *const swarmgate_lazy_names[] = { LIST(SWARMGATE_LAZY_NAME) };                          \
-    static const char *const swarmgate_lazy_sonames[] = { __VA_ARGS__, NULL };                                \
+    static const char *const swarmgate_lazy_sonames[] = { SWARMGATE_LAZY_PICK(LINUX_SONAMES, APPLE_NAMES), NULL }; \
     _Static_assert(sizeof f == sizeof swarmgate_lazy_names / sizeof *swarmgate_lazy_names * sizeof(void *),    \
                    "one slot per name");                                                                      \
     static pthread_once_t swarmgate_lazy_once = PTHREAD_ONCE_INIT;                                            \
@@ -42,5 +43,11 @@ const char *swarmgate_load_library(const char *label, const char *const *sonames
 
 #define SWARMGATE_LAZY_FIELD(name) __typeof__(name) *name;
 #define SWARMGATE_LAZY_NAME(name) #name,
+#define SWARMGATE_LAZY_UNPAREN(...) __VA_ARGS__
+#ifdef __APPLE__
+#define SWARMGATE_LAZY_PICK(linux, apple) SWARMGATE_LAZY_UNPAREN apple
+#else
+#define SWARMGATE_LAZY_PICK(linux, apple) SWARMGATE_LAZY_UNPAREN linux
+#endif
 
 #endif
