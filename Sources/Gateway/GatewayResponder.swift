@@ -516,7 +516,8 @@ public final class GatewayResponder: HTTPResponder {
     /// node then has their checksums, and its players get them from the swarm. A node that
     /// reads the playlist after another made them ready is not held.
     func holdForLiveTail(_ segments: [(key: ObjectKey, url: String, duration: Double?)]) async {
-        let hold = configuration.liveHold ?? Self.liveHold(segmentSeconds: segments.compactMap(\.duration).max())
+        let longest = segments.compactMap(\.duration).max()
+        let hold = configuration.liveHold.map { Self.liveHold($0, segmentSeconds: longest) } ?? Self.liveHold(segmentSeconds: longest)
         let (done, finish) = AsyncStream.makeStream(of: Void.self)
         let node = node
         for s in segments {
@@ -541,6 +542,13 @@ public final class GatewayResponder: HTTPResponder {
     /// segment's duration, from 0.25 s to 1 s (a live player's buffer holds several segments).
     static func liveHold(segmentSeconds: Double?) -> Duration {
         quarter(of: segmentSeconds, within: 0.25...1) ?? .seconds(1)
+    }
+
+    /// A configured hold (`--live-hold`), never more than half a segment: a player whose
+    /// playlist comes that late has fetched most of its buffer's margin already.
+    static func liveHold(_ configured: Duration, segmentSeconds: Double?) -> Duration {
+        guard let seconds = segmentSeconds, seconds.isFinite, seconds > 0 else { return configured }
+        return min(configured, .milliseconds(Int64(seconds * 500)))
     }
 
     /// A quarter of a segment of `seconds`, within `range` (seconds); nil when the duration is
@@ -736,8 +744,9 @@ final class LiveHolds: Sendable {
 }
 
 /// Names claimed at most once per interval (a bounded memo, not a registry). Past `capacity`
-/// names, those whose interval has passed are forgotten, then, if that is not enough, the
-/// older half: a busy node does not forget every claim at once (and queue every list again).
+/// names, those whose interval has passed are forgotten, then, if fewer than a quarter went,
+/// all but the newer half: a busy node does not forget every claim at once (and queue every
+/// list again), and each pruning makes room for many claims.
 final class RecentlyQueued: Sendable {
     let interval: Duration
     let capacity: Int
@@ -755,7 +764,9 @@ final class RecentlyQueued: Sendable {
             if let last = c[name], now - last < interval { return false }
             if c.count >= capacity {
                 c = c.filter { now - $0.value < interval }
-                if c.count >= capacity {
+                // Room for a quarter of the capacity at least, so that a memo whose live
+                // claims stay just under it is not pruned again on each new name.
+                if c.count > capacity * 3 / 4 {
                     let newer = c.sorted { $0.value > $1.value }.prefix(capacity / 2)
                     c = Dictionary(uniqueKeysWithValues: newer.map { ($0.key, $0.value) })
                 }

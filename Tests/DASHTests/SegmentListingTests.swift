@@ -77,6 +77,9 @@ import Testing
         // Without the bound the tail would be 22, 23 and 24 (as in the test above); with it,
         // the newest segments that exist.
         #expect(tail.first.map(urls) == [base + "v/init.mp4", base + "v/20.m4s", base + "v/21.m4s", base + "v/22.m4s"])
+        // However far the timeline runs past it (here 14 segments, more than a tail keeps).
+        let far = try lists(twentyLiveSegments(templateAttributes: #" endNumber="10""#), now: try epoch("2026-11-24T12:00:00Z") + 60)
+        #expect(far.first.map(urls) == [base + "v/init.mp4", base + "v/8.m4s", base + "v/9.m4s", base + "v/10.m4s"])
     }
 
     @Test func aDurationIsCountedOverThePeriodFromTheStartNumber() throws {
@@ -275,8 +278,6 @@ import Testing
         return try #require(f.date(from: text) ?? plain.date(from: text)).timeIntervalSince1970
     }
 
-    /// A live timeline lists its initialization and the newest segments that span three of
-    /// their durations: where a player starts and what it fetches next, not the past.
     /// A live MPD started at 2026-11-24T12:00:00Z whose timeline announces 20 segments of 2 s,
     /// numbered 5 to 24.
     func twentyLiveSegments(templateAttributes: String = "") -> String {
@@ -290,6 +291,8 @@ import Testing
             """)
     }
 
+    /// A live timeline lists its initialization and the newest segments that span three of
+    /// their durations: where a player starts and what it fetches next, not the past.
     @Test func aLiveTimelineListsItsNewestSegments() throws {
         let text = twentyLiveSegments()
         let started = try epoch("2026-11-24T12:00:00Z")

@@ -26,12 +26,13 @@ struct RecentlyQueuedTests {
 
     /// Claims whose interval has passed are what the memo forgets first.
     @Test func expiredClaimsAreForgottenBeforeLiveOnes() async throws {
-        let memo = RecentlyQueued(interval: .seconds(1), capacity: 4)
-        for name in ["a", "b", "c"] { #expect(memo.claim(name)) }
-        try await Task.sleep(for: .milliseconds(1100))
-        for name in ["d", "e", "f", "g"] { #expect(memo.claim(name)) }
-        // At "e" the memo was full: a, b and c had expired and went, so d, e, f and g fit,
-        // and none of them was forgotten for room.
-        #expect(!memo.claim("d") && !memo.claim("e") && !memo.claim("f") && !memo.claim("g"))
+        let memo = RecentlyQueued(interval: .seconds(3), capacity: 8)
+        for name in ["x", "y"] { #expect(memo.claim(name)) }
+        try await Task.sleep(for: .milliseconds(3200))
+        let live = ["d", "e", "f", "g", "h", "i", "j"]
+        for name in live { #expect(memo.claim(name)) }
+        // At "j" the memo was full: x and y had expired and went, which left room enough, so
+        // none of the six live claims was forgotten (keeping the newer half would drop d and e).
+        #expect(live.allSatisfy { !memo.claim($0) })
     }
 }

@@ -169,8 +169,8 @@ extension DASHRewriteRun {
         if let timeline = work.timeline(chain) {
             if listing.isTail {
                 // The same for every Representation that shares the timeline and its timing.
-                guard let tail = work.liveTail(of: timeline, liveEnd: liveEnd, periodEnd: periodEnd, keep: keep) else { return nil }
-                times = tail.filter { s in lastIndex.map { s.index <= $0 } ?? true }
+                guard let tail = work.liveTail(of: timeline, liveEnd: liveEnd, periodEnd: periodEnd, lastIndex: lastIndex, keep: keep) else { return nil }
+                times = tail
             } else {
                 guard let entries = work.entries(of: timeline) else { return nil }
                 var t: UInt64 = 0
@@ -430,15 +430,21 @@ struct ListingWork {
     /// whole before `liveEnd` (when known) and within `periodEnd`: its entries walked once per
     /// timing, one unit of the bound each, a run of repeats skipped to its end. Nil when the
     /// timeline cannot be read or the bound ends before its end (an old tail is no tail).
-    mutating func liveTail(of timeline: MPDNode, liveEnd: UInt64?, periodEnd: UInt64?, keep: Int) -> [(index: UInt64, time: UInt64, duration: UInt64)]? {
-        let key = "\(timeline.index) \(liveEnd.map(String.init) ?? "-") \(periodEnd.map(String.init) ?? "-")"
+    mutating func liveTail(
+        of timeline: MPDNode, liveEnd: UInt64?, periodEnd: UInt64?, lastIndex: UInt64?, keep: Int
+    ) -> [(index: UInt64, time: UInt64, duration: UInt64)]? {
+        let key = [liveEnd, periodEnd, lastIndex].reduce("\(timeline.index)") { $0 + " " + ($1.map(String.init) ?? "-") }
         if let known = tails[key] { return known }
-        let tail = walkTail(timeline, liveEnd: liveEnd, periodEnd: periodEnd, keep: UInt64(keep))
+        let tail = walkTail(timeline, liveEnd: liveEnd, periodEnd: periodEnd, lastIndex: lastIndex, keep: UInt64(keep))
         tails[key] = .some(tail)
         return tail
     }
 
-    private mutating func walkTail(_ timeline: MPDNode, liveEnd: UInt64?, periodEnd: UInt64?, keep: UInt64) -> [(index: UInt64, time: UInt64, duration: UInt64)]? {
+    /// The newest `keep` segments of `timeline` available before `liveEnd`, up to the one at
+    /// `lastIndex` (from `@endNumber`) at most.
+    private mutating func walkTail(
+        _ timeline: MPDNode, liveEnd: UInt64?, periodEnd: UInt64?, lastIndex: UInt64?, keep: UInt64
+    ) -> [(index: UInt64, time: UInt64, duration: UInt64)]? {
         guard let entries = entries(of: timeline) else { return nil }
         var times: [(index: UInt64, time: UInt64, duration: UInt64)] = []
         var t: UInt64 = 0
@@ -448,6 +454,10 @@ struct ListingWork {
             segments -= 1
             if let start = s.t { t = start }
             guard var count = DASHRewriteRun.count(s, at: i, t: t, in: entries, liveEnd: liveEnd, periodEnd: periodEnd) else { return nil }
+            if let lastIndex {
+                guard index <= lastIndex else { break }
+                count = min(count, lastIndex - index + 1)
+            }
             if count > keep {
                 let (skipped, overflow) = (count - keep).multipliedReportingOverflow(by: s.d)
                 guard !overflow, let later = DASHRewriteRun.sum(t, skipped), let nextIndex = DASHRewriteRun.sum(index, count - keep) else { return nil }
