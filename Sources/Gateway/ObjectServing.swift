@@ -232,6 +232,7 @@ extension GatewayResponder {
         let got = try await node.obtain(key, index, checksums: checksums, url: url, deadline: deadline)
         let buffer = ByteBuffer(bytes: got.bytes)
         hotPieces.put(key, index, digest: checksums.digests[index], buffer)
+        if got.held { return (buffer, prefetchedSource(key, index)) }
         guard let peer = got.peer else { return (buffer, .cdn) }
         stats.notePeer(peer, xresid: key.xresid)
         return (buffer, .p2p)

@@ -86,8 +86,11 @@ public final class SwarmNode: Sendable {
     /// A verified piece and where it came from.
     public struct ObtainedPiece: Sendable {
         public var bytes: [UInt8]
-        /// The peer id that sent it; nil: the origin.
+        /// The peer id that sent it; nil: the origin (or the store, when `held`).
         public var peer: String?
+        /// Read from the store: a fetch that ended just before this one began had kept it
+        /// (a prefetch's, if the store says so: `takePrefetched`).
+        public var held = false
     }
 
     /// How long a want's answer is reused for further pieces of the object.
@@ -319,6 +322,10 @@ public final class SwarmNode: Sendable {
                 // A prefetch this request joined: the piece is served now, not later.
                 _ = self.takePrefetched(key, index)
                 return .success(piece)
+            case .held:
+                var bytes = [UInt8](repeating: 0, count: checksums.layout.size(of: index))
+                let read = bytes.withUnsafeMutableBytes { self.store.readPiece(key, index, checksums: checksums, into: $0) }
+                if read != nil { return .success(ObtainedPiece(bytes: bytes, peer: nil, held: true)) }
             case .none(let reason?):
                 self.onFallback(reason)
             case .none(nil):
@@ -395,6 +402,9 @@ public final class SwarmNode: Sendable {
     /// What asking the peers for a piece came to.
     enum PeerOutcome: Sendable {
         case piece(ObtainedPiece)
+        /// The store holds it already: a fetch for it ended between the caller's look at the
+        /// store and this one (a player's and a prefetch's requests race so), and kept it.
+        case held
         /// None sent it verified in time: why (nil: this node is not in a swarm).
         case none(FallbackReason?)
     }
@@ -410,6 +420,9 @@ public final class SwarmNode: Sendable {
     }
 
     private func askPeers(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, deadline: Duration, prefetch: Bool) async -> PeerOutcome {
+        // A fetch that ended since the caller looked kept the piece before it ended: never
+        // take a piece from peers twice.
+        if store.has(key, piece: index) { return .held }
         guard let link else { return .none(nil) }
         guard link.isConnected else { return .none(.trackerAway) }
         let started = ContinuousClock.now
