@@ -33,6 +33,8 @@ public final class GatewayResponder: HTTPResponder {
     /// Holds of live lists' answers under way (`holdForLiveTail`), by list: its other readers
     /// meanwhile wait for the same hold.
     let liveHolds = LiveHolds()
+    /// Blocking reloads of low-latency playlists under way, by origin URL.
+    let blockingReloads = SingleFlight<Result<CollectedAnswer, GatewayFailure>>()
     let liveQueued = RecentlyQueued(interval: .seconds(600))
     /// The Representations of live MPDs that this node's players play.
     let liveRepresentations = LiveRepresentations()
@@ -236,11 +238,14 @@ public final class GatewayResponder: HTTPResponder {
             return try await serveObject(proxy, clientRange: clientRange, method: request.method)
         }
         let answer: OriginAnswer
-        do {
-            answer = try await origin.fetch(
-                OriginFetch(url: proxy.origin.string, range: manifestHint ? nil : clientRange, idleTimeout: Self.blockingReloadWait(proxy, manifestHint: manifestHint, configured: configuration.originIdleTimeout)))
-        } catch {
-            throw error.failure
+        if let wait = Self.blockingReloadWait(proxy, manifestHint: manifestHint, configured: configuration.originIdleTimeout) {
+            answer = try await blockingReload(proxy, idleTimeout: wait)
+        } else {
+            do {
+                answer = try await origin.fetch(OriginFetch(url: proxy.origin.string, range: manifestHint ? nil : clientRange))
+            } catch {
+                throw error.failure
+            }
         }
         let contentType = answer.header("content-type")
         let mayBeManifest = proxy.virtualHost == .hls && !proxy.isKey && answer.status == 200
@@ -427,6 +432,31 @@ public final class GatewayResponder: HTTPResponder {
 
     /// Three times the longest target duration low-latency streams use (6 s), with room.
     static let blockingReloadLimit = Duration.seconds(30)
+
+    /// A blocking reload, shared with the identical ones that arrive while it waits at the
+    /// origin: every low-latency player of a rendition parks the same request there, and one
+    /// per node reaches the origin (nor do they fill the per-host cap that preparation needs).
+    /// The origin's answer is collected (a playlist's size at most) and each request gets it.
+    func blockingReload(_ proxy: ProxyURL, idleTimeout: Duration) async throws(GatewayFailure) -> OriginAnswer {
+        let url = proxy.origin.string
+        let shared = try await blockingReloads.run(url) { [self] () async -> Result<CollectedAnswer, GatewayFailure> in
+            let answer: OriginAnswer
+            do throws(OriginFetchError) { answer = try await origin.fetch(OriginFetch(url: url, idleTimeout: idleTimeout)) } catch { return .failure(error.failure) }
+            do throws(GatewayFailure) {
+                let body = try await collectManifest(answer)
+                return .success(CollectedAnswer(status: answer.status, headers: answer.headers, effectiveURL: answer.effectiveURL, body: body))
+            } catch {
+                return .failure(error)
+            }
+        }.get()
+        let body = shared.body
+        return OriginAnswer(
+            status: shared.status, headers: shared.headers, effectiveURL: shared.effectiveURL,
+            body: AsyncThrowingStream { c in
+                if !body.isEmpty { c.yield(body) }
+                c.finish()
+            })
+    }
     /// The largest live MPD whose tail is listed before its answer (a long DVR timeline's
     /// listing takes milliseconds).
     static let inlineLiveMPDSize = 256 << 10
@@ -719,6 +749,14 @@ final class PlayOrder: Sendable {
             return Array(refs[min(at.position + 1, refs.count)..<min(at.position + 1 + count, refs.count)])
         }
     }
+}
+
+/// An origin's whole answer, to hand to several requests.
+struct CollectedAnswer: Sendable {
+    var status: Int
+    var headers: [(name: String, value: String)]
+    var effectiveURL: String
+    var body: [UInt8]
 }
 
 /// Holds under way, by name: one task each, which the readers of that name wait for.

@@ -493,6 +493,17 @@ final class SwarmTransferTests {
         defer { d.stop() }
         let reload = try await HTTP.get("http://127.0.0.1:\(portD)\(base)ll.m3u8?segments=6&first=3&parts=1&block=1.5&_HLS_msn=9")
         #expect(reload.status == 200 && reload.text.contains("#EXT-X-PART:"), "\(reload.status) \(reload.text)")
+        // Four players of one node park the same blocking reload: one reaches the origin, and
+        // each gets the playlist.
+        let shared = "segments=6&first=4&parts=1&block=1&_HLS_msn=10&_HLS_part=2"
+        let answers = try await withThrowingTaskGroup(of: HTTPResult.self) { group in
+            for _ in 0..<4 { group.addTask { try await HTTP.get("http://127.0.0.1:\(portD)\(base)ll.m3u8?\(shared)") } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(answers.allSatisfy { $0.status == 200 && $0.body == answers[0].body && $0.text.contains("seg9.part3.ts") })
+        let asked = try await HTTP.get("http://127.0.0.1:\(swarm.originPort)/__stats?name=live/ll.m3u8")
+        let all = (try JSONSerialization.jsonObject(with: asked.body) as? [String: Any])?["queries"] as? [String] ?? []
+        #expect(all.filter { $0 == shared }.count == 1, "\(all)")
     }
 
     /// A node cannot make the registry drop a good copy: on `changed`, the registry fetches the
