@@ -305,7 +305,7 @@ public final class GatewayResponder: HTTPResponder {
 
     func rewriteManifest(_ answer: OriginAnswer, proxy: ProxyURL, head: [UInt8]) async throws(GatewayFailure) -> Response {
         let body = try await collectManifest(answer, head: head)
-        stats.add(body.count, from: .cdn, xresid: proxy.xresid.value)
+        stats.add(body.count, from: answer.servedBefore ? .cache : .cdn, xresid: proxy.xresid.value)
         let effective: OriginURL
         do { effective = try OriginURL(answer.effectiveURL) } catch { effective = proxy.origin }
         let format = ManifestFormat.detect(body: body, contentType: answer.header("content-type"), path: effective.path) ?? .hls
@@ -450,12 +450,14 @@ public final class GatewayResponder: HTTPResponder {
             }
         }.get()
         let body = shared.body
-        return OriginAnswer(
+        var answer = OriginAnswer(
             status: shared.status, headers: shared.headers, effectiveURL: shared.effectiveURL,
             body: AsyncThrowingStream { c in
                 if !body.isEmpty { c.yield(body) }
                 c.finish()
             })
+        answer.servedBefore = !shared.firstServed.claim()
+        return answer
     }
     /// The largest live MPD whose tail is listed before its answer (a long DVR timeline's
     /// listing takes milliseconds).
@@ -757,6 +759,15 @@ struct CollectedAnswer: Sendable {
     var headers: [(name: String, value: String)]
     var effectiveURL: String
     var body: [UInt8]
+    /// Claimed by the first request served with it.
+    let firstServed = OnceClaim()
+}
+
+/// True for the first `claim()` only.
+final class OnceClaim: Sendable {
+    private let taken = Atomic<Bool>(false)
+
+    func claim() -> Bool { !taken.exchange(true, ordering: .relaxed) }
 }
 
 /// Holds under way, by name: one task each, which the readers of that name wait for.

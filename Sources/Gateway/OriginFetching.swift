@@ -28,6 +28,9 @@ public struct OriginAnswer: Sendable {
     public var headers: [(name: String, value: String)]
     public var effectiveURL: String
     public var body: AsyncThrowingStream<[UInt8], any Error>
+    /// Another request was given this same answer of the origin's already (a fetch that
+    /// several requests share): its bytes count as cache, not as the CDN's again.
+    public var servedBefore = false
 
     public init(status: Int, headers: [(name: String, value: String)], effectiveURL: String, body: AsyncThrowingStream<[UInt8], any Error>) {
         self.status = status

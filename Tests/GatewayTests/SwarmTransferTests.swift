@@ -495,7 +495,8 @@ final class SwarmTransferTests {
         #expect(reload.status == 200 && reload.text.contains("#EXT-X-PART:"), "\(reload.status) \(reload.text)")
         // Four players of one node park the same blocking reload: one reaches the origin, and
         // each gets the playlist.
-        let shared = "segments=6&first=4&parts=1&block=1&_HLS_msn=10&_HLS_part=2"
+        let shared = "segments=6&first=4&parts=1&block=3&_HLS_msn=10&_HLS_part=2"
+        let before = try await Self.stat(portD)
         let answers = try await withThrowingTaskGroup(of: HTTPResult.self) { group in
             for _ in 0..<4 { group.addTask { try await HTTP.get("http://127.0.0.1:\(portD)\(base)ll.m3u8?\(shared)") } }
             return try await group.reduce(into: []) { $0.append($1) }
@@ -504,6 +505,11 @@ final class SwarmTransferTests {
         let asked = try await HTTP.get("http://127.0.0.1:\(swarm.originPort)/__stats?name=live/ll.m3u8")
         let all = (try JSONSerialization.jsonObject(with: asked.body) as? [String: Any])?["queries"] as? [String] ?? []
         #expect(all.filter { $0 == shared }.count == 1, "\(all)")
+        // Counted so: the origin sent the playlist once, the other three came from the node.
+        let after = try await Self.stat(portD)
+        func grew(_ name: String) -> Int { (after[name] as? Int ?? 0) - (before[name] as? Int ?? 0) }
+        let sent = try await HTTP.get("http://127.0.0.1:\(swarm.originPort)/live/ll.m3u8?segments=6&first=4&parts=1").body.count
+        #expect(grew("cdnBytes") == sent && grew("cacheBytes") == 3 * sent, "\(grew("cdnBytes")) and \(grew("cacheBytes")) for \(sent)")
     }
 
     /// A node cannot make the registry drop a good copy: on `changed`, the registry fetches the

@@ -5,9 +5,9 @@ import Synchronization
 public final class SingleFlight<Value: Sendable>: Sendable {
     private let running = Mutex<[String: Task<Value, Never>]>([:])
 
-    /// The result of `work` for `key`, or of the run already under way for it.
     public init() {}
 
+    /// The result of `work` for `key`, or of the run already under way for it.
     public func run(_ key: String, _ work: @escaping @Sendable () async -> Value) async -> Value {
         let (task, owner) = running.withLock { r -> (Task<Value, Never>, Bool) in
             if let t = r[key] { return (t, false) }
