@@ -418,6 +418,9 @@ public final class GatewayResponder: HTTPResponder {
     }
 
     static let partTag = Array("#EXT-X-PART:".utf8)
+    /// The largest live MPD whose tail is listed before its answer (a long DVR timeline's
+    /// listing takes milliseconds).
+    static let inlineLiveMPDSize = 256 << 10
 
     /// How long a low-latency playlist's blocking reload (`_HLS_msn`, RFC 8216bis 6.2.5.2) may
     /// wait for the origin's first byte: the origin holds it until the segment or part asked
@@ -459,9 +462,7 @@ public final class GatewayResponder: HTTPResponder {
         answer.servedBefore = !shared.firstServed.claim()
         return answer
     }
-    /// The largest live MPD whose tail is listed before its answer (a long DVR timeline's
-    /// listing takes milliseconds).
-    static let inlineLiveMPDSize = 256 << 10
+
 
     /// Whether a media playlist is VOD (its segment list is final).
     static func isVOD(_ body: [UInt8]) -> Bool {

@@ -1,5 +1,6 @@
 import Manifest
 import PieceStore
+import Swarm
 import Synchronization
 
 extension GatewayResponder {
@@ -84,8 +85,7 @@ final class LiveRepresentations: Sendable {
         let now = ContinuousClock.now
         state.withLock { s in
             guard let representation = s.representationOf[objectID]?.representation else { return }
-            if s.played.count >= Self.limit { s.played = s.played.filter { now - $0.value < Self.playedWithin } }
-            if s.played.count >= Self.limit { s.played.removeAll() }
+            s.played.keepUnder(Self.limit) { now - $0 < Self.playedWithin }
             s.played[representation] = now
         }
     }

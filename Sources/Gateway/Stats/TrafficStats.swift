@@ -1,4 +1,5 @@
 import Prometheus
+import Swarm
 import Synchronization
 
 /// Bytes by where they came from, in total and per stream (xresid), for `/stat` and
@@ -96,7 +97,7 @@ public final class TrafficStats: Sendable {
     /// A live playlist's or MPD's answer was held `held` for its new segments.
     public func noteLiveHold(_ held: Duration) {
         liveHolds.increment()
-        liveHoldMilliseconds.increment(by: max(0, held.components.seconds * 1000 + held.components.attoseconds / 1_000_000_000_000_000))
+        liveHoldMilliseconds.increment(by: max(0, held.milliseconds))
     }
 
     /// The piece store's figures, read as `/metrics` is scraped.

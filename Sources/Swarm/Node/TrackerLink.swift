@@ -308,7 +308,7 @@ public final class TrackerLink: Service, Sendable {
 
 extension Duration {
     /// Whole milliseconds (truncated).
-    var milliseconds: Int64 {
+    public var milliseconds: Int64 {
         components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
     }
 }

@@ -309,7 +309,7 @@ public final class SwarmTracker: Sendable {
     public func copyDropped(_ objectID: String, copy: String) {
         let now = ContinuousClock.now
         let holders = state.withLock { s -> [@Sendable (String) async throws -> Void] in
-            Self.bound(&s.droppedCopies, to: Self.maxDroppedCopies) { now - $0.at < Self.droppedCopyMemory }
+            s.droppedCopies.keepUnder(Self.maxDroppedCopies) { now - $0.at < Self.droppedCopyMemory }
             // The last few (a copy that changed twice while a node was away: it holds the first).
             let earlier = s.droppedCopies[objectID].map { now - $0.at < Self.droppedCopyMemory ? $0.copies : [] } ?? []
             s.droppedCopies[objectID] = (Array((earlier.filter { $0 != copy } + [copy]).suffix(Self.droppedCopiesPerObject)), now)
@@ -430,14 +430,6 @@ public final class SwarmTracker: Sendable {
 
     static func suspensionKey(_ holder: String, _ object: String) -> String { holder + "\u{0}" + object }
 
-    /// Keeps `table` under `limit` entries: past it, those no longer `recent` go, and all of
-    /// them if that is not enough.
-    static func bound<Value>(_ table: inout [String: Value], to limit: Int, recent: (Value) -> Bool) {
-        guard table.count >= limit else { return }
-        table = table.filter { recent($0.value) }
-        if table.count >= limit { table.removeAll() }
-    }
-
     /// A node says `bad` sent it a bad piece. A report is no proof: the node could be wrong,
     /// or lie to have an honest peer banned. So the registry asks `bad` for that piece itself,
     /// naming the reporter (`audit`); only bytes that fail the check count against it. Until
@@ -452,7 +444,7 @@ public final class SwarmTracker: Sendable {
         if let host, let piece, bad != reporter, bad != host.seedPeerID, host.auditable(object, piece: piece) {
             let report = state.withLock { s -> Report? in
                 let key = "\(reporter) \(bad) \(object)"
-                Self.bound(&s.audited, to: Self.maxAudited) { now - $0 < Self.auditInterval }
+                s.audited.keepUnder(Self.maxAudited) { now - $0 < Self.auditInterval }
                 guard let url = s.sessions[bad]?.url, s.audited[key].map({ now - $0 >= Self.auditInterval }) ?? true,
                     s.waitingAudits[reporter, default: 0] < Self.maxAuditsPerReporter
                 else { return nil }
