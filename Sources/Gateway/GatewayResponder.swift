@@ -238,7 +238,7 @@ public final class GatewayResponder: HTTPResponder {
             return try await serveObject(proxy, clientRange: clientRange, method: request.method)
         }
         let answer: OriginAnswer
-        if let wait = Self.blockingReloadWait(proxy, manifestHint: manifestHint, configured: configuration.originIdleTimeout) {
+        if let wait = Self.blockingReloadWait(proxy, configured: configuration.originIdleTimeout) {
             answer = try await blockingReload(proxy, idleTimeout: wait)
         } else {
             do {
@@ -425,9 +425,10 @@ public final class GatewayResponder: HTTPResponder {
     /// How long a low-latency playlist's blocking reload (`_HLS_msn`, RFC 8216bis 6.2.5.2) may
     /// wait for the origin's first byte: the origin holds it until the segment or part asked
     /// for is out, up to three target durations, so longer than the configured idle time
-    /// when that is shorter than `blockingReloadLimit`. Nil for any other request.
-    static func blockingReloadWait(_ proxy: ProxyURL, manifestHint: Bool, configured: Duration) -> Duration? {
-        guard manifestHint, let query = proxy.origin.query,
+    /// when that is shorter than `blockingReloadLimit`. The query names it, whatever the
+    /// path (a playlist may be served without an extension). Nil for any other request.
+    static func blockingReloadWait(_ proxy: ProxyURL, configured: Duration) -> Duration? {
+        guard proxy.virtualHost == .hls, !proxy.isKey, let query = proxy.origin.query,
             query.split(separator: "&").contains(where: { $0.hasPrefix("_HLS_msn=") })
         else { return nil }
         return max(configured, blockingReloadLimit)

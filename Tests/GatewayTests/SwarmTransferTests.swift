@@ -513,6 +513,10 @@ final class SwarmTransferTests {
         defer { d.stop() }
         let reload = try await HTTP.get("http://127.0.0.1:\(portD)\(base)ll.m3u8?segments=6&first=3&parts=1&block=1.5&_HLS_msn=9")
         #expect(reload.status == 200 && reload.text.contains("#EXT-X-PART:"), "\(reload.status) \(reload.text)")
+        // The query names a blocking reload, whatever the path: one served without an
+        // extension waits as long, and is rewritten.
+        let bare = try await HTTP.get("http://127.0.0.1:\(portD)\(base)ll-bare?segments=6&first=3&parts=1&block=1.5&_HLS_msn=9")
+        #expect(bare.status == 200 && bare.text.contains("#EXT-X-PART:") && bare.text.contains("xresid="), "\(bare.status) \(bare.text)")
         // Four players of one node park the same blocking reload: one reaches the origin, and
         // each gets the playlist.
         let shared = "segments=6&first=4&parts=1&block=3&_HLS_msn=10&_HLS_part=2"

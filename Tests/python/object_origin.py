@@ -36,6 +36,7 @@ Endpoints:
                      ?block=S seconds (default 0) first, as a blocking reload of a segment not
                      yet out. Every playlist request's query is kept in the stats of
                      live/NAME.m3u8 ("queries").
+  /live/NAME         the same playlist at a path without an extension
   /dash/NAME.mpd     the same as a static DASH MPD: Representations "lo" and "hi", each a
                      SegmentTemplate of /obj/NAME-ID/segK.ts?size=S&token=abc (4 s each,
                      from 0) with an initialization /obj/NAME-ID/init.mp4?size=1000&token=abc
@@ -159,6 +160,8 @@ class Handler(BaseHTTPRequestHandler):
                 self.serve_vod(rest[:-len(".m3u8")])
             elif kind == "live" and rest.endswith(".m3u8"):
                 self.serve_live(rest[:-len(".m3u8")])
+            elif kind == "live" and rest and "." not in rest:
+                self.serve_live(rest)
             elif kind == "dash" and rest.endswith(".mpd"):
                 self.serve_dash(rest[:-len(".mpd")])
             elif kind == "dashlive" and rest.endswith(".mpd"):
