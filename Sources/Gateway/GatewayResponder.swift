@@ -439,13 +439,15 @@ public final class GatewayResponder: HTTPResponder {
 
     /// A blocking reload, shared with the identical ones that arrive while it waits at the
     /// origin: every low-latency player of a rendition parks the same request there, and one
-    /// per node reaches the origin (nor do they fill the per-host cap that preparation needs).
-    /// The origin's answer is collected (a playlist's size at most) and each request gets it.
+    /// per node reaches the origin. It is a long poll to the origin client: the distinct ones
+    /// (each rendition's, each sequence number's) never fill the host's slots that
+    /// preparation and other playlists need. The origin's answer is collected (a playlist's
+    /// size at most) and each request gets it.
     func blockingReload(_ proxy: ProxyURL, idleTimeout: Duration) async throws(GatewayFailure) -> OriginAnswer {
         let url = proxy.origin.string
         let shared = try await blockingReloads.run(url) { [self] () async -> Result<CollectedAnswer, GatewayFailure> in
             let answer: OriginAnswer
-            do throws(OriginFetchError) { answer = try await origin.fetch(OriginFetch(url: url, idleTimeout: idleTimeout)) } catch { return .failure(error.failure) }
+            do throws(OriginFetchError) { answer = try await origin.fetch(OriginFetch(url: url, idleTimeout: idleTimeout, longPoll: true)) } catch { return .failure(error.failure) }
             do throws(GatewayFailure) {
                 let body = try await collectManifest(answer)
                 return .success(CollectedAnswer(status: answer.status, headers: answer.headers, effectiveURL: answer.effectiveURL, body: body))

@@ -26,7 +26,7 @@ public final class OriginClientAdapter: OriginFetching {
     public func fetch(_ request: OriginFetch) async throws(OriginFetchError) -> OriginAnswer {
         let r = OriginRequest(
             url: request.url, range: request.range.flatMap(Self.byteRange), timeouts: .init(idle: request.idleTimeout),
-            maxBodySize: request.maxBodySize.map(Int64.init))
+            maxBodySize: request.maxBodySize.map(Int64.init), longPoll: request.longPoll)
         let response: OriginResponse
         do {
             response = try await client.fetch(r)

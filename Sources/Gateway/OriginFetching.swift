@@ -13,9 +13,13 @@ public struct OriginFetch: Sendable {
     public var maxBodySize: Int?
     /// How long the origin may send nothing, when not the client's configured time.
     public var idleTimeout: Duration?
+    /// The origin holds the request until it has something new (a blocking reload): it does
+    /// not wait for, nor hold, one of the host's slots for other transfers.
+    public var longPoll: Bool
 
-    public init(url: String, range: String? = nil, maxBodySize: Int? = nil, idleTimeout: Duration? = nil) {
+    public init(url: String, range: String? = nil, maxBodySize: Int? = nil, idleTimeout: Duration? = nil, longPoll: Bool = false) {
         self.url = url
+        self.longPoll = longPoll
         self.range = range
         self.maxBodySize = maxBodySize
         self.idleTimeout = idleTimeout

@@ -28,6 +28,9 @@ extension OriginClient {
         public var retryMaxDelay: Duration = .seconds(2)
         /// Transfers in flight per origin `host:port`; further requests wait for a slot.
         public var maxConcurrentPerHost = 8
+        /// Long polls (`OriginRequest.longPoll`) in flight per origin `host:port`, counted
+        /// apart from the other transfers so that parked requests never hold up the rest.
+        public var maxLongPollsPerHost = 64
         /// The largest body accepted, in bytes; past it the transfer is aborted with
         /// `.tooLarge`. nil: no limit. A request can set its own.
         public var maxBodySize: Int64? = 1 << 32

@@ -1,7 +1,8 @@
 /// The gateway's HTTP client for origins (CDNs), on libcurl's multi interface driven by one
 /// dedicated thread for all transfers. It follows redirects itself (each hop checked against
 /// the address policy), retries connection errors and 5xx answers with backoff and jitter,
-/// caps concurrent transfers per origin host, and streams bodies with backpressure.
+/// caps concurrent transfers per origin host (long polls apart), and streams bodies with
+/// backpressure.
 ///
 /// Statuses are not errors: a 404 or a 416 (or a 5xx once the retries are spent) comes back as
 /// a response. Redirects (301, 302, 303, 307, 308 with a `Location`) are followed up to
@@ -11,11 +12,13 @@ public final class OriginClient: Sendable {
     public let configuration: Configuration
     private let loop: CurlLoop
     private let limiter: HostLimiter
+    private let longPollLimiter: HostLimiter
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
         self.loop = CurlLoop()
         self.limiter = HostLimiter(limit: configuration.maxConcurrentPerHost)
+        self.longPollLimiter = HostLimiter(limit: configuration.maxLongPollsPerHost)
     }
 
     deinit {
@@ -62,6 +65,7 @@ public final class OriginClient: Sendable {
         _ request: OriginRequest, url: CurlURL, method: OriginRequest.Method
     ) async throws(OriginError) -> (Transfer, ResponseHead) {
         let options = TransferOptions(request, url: url, method: method, configuration: configuration)
+        let limiter = request.longPoll ? longPollLimiter : self.limiter
         var retry = 0
         while true {
             try await limiter.acquire(url.hostKey)

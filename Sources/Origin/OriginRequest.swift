@@ -53,13 +53,18 @@ public struct OriginRequest: Sendable {
     public var maxBodySize: Int64?
     /// What a POST sends.
     public var body: [UInt8]
+    /// The origin holds this request until it has something new (a low-latency playlist's
+    /// blocking reload): it waits for a slot among the host's long polls, not among its other
+    /// transfers, which it would keep from their slots for seconds.
+    public var longPoll: Bool
 
     public init(
         url: String, method: Method = .get, range: ByteRange? = nil,
         headers: [(name: String, value: String)] = [], timeouts: Timeouts = Timeouts(),
-        maxBodySize: Int64? = nil, body: [UInt8] = []
+        maxBodySize: Int64? = nil, body: [UInt8] = [], longPoll: Bool = false
     ) {
         self.body = body
+        self.longPoll = longPoll
         self.url = url
         self.method = method
         self.range = range

@@ -22,6 +22,31 @@ struct ConcurrencyTests {
         }
     }
 
+    /// Long polls (blocking reloads the origin holds) have slots of their own: capped apart,
+    /// and other requests to the host do not wait for them.
+    @Test func longPollsHaveSlotsOfTheirOwn() async throws {
+        try await withOrigin({
+            $0.maxConcurrentPerHost = 1
+            $0.maxLongPollsPerHost = 2
+        }) { origin, client in
+            let url = origin.url("/slow/8?delay=0.1&key=poll")
+            let polls = Task {
+                try await withThrowingTaskGroup(of: Int.self) { group in
+                    for _ in 0..<4 {
+                        group.addTask { try await client.fetch(OriginRequest(url: url, longPoll: true)).body.collect(upTo: 100).count }
+                    }
+                    return try await group.reduce(into: []) { $0.append($1) }
+                }
+            }
+            try await waitUntil { try await origin.counts("poll").inflight > 0 }
+            let other = try await client.fetch(OriginRequest(url: origin.url("/bytes/10")))
+            #expect(try await other.body.collect(upTo: 100).count == 10)
+            #expect(try await origin.counts("poll").inflight > 0, "answered while the long polls were parked")
+            #expect(try await polls.value == Array(repeating: 8, count: 4))
+            #expect(try await origin.counts("poll").max_inflight == 2)
+        }
+    }
+
     @Test func droppedBodyFreesTheSlot() async throws {
         try await withOrigin({ $0.maxConcurrentPerHost = 1 }) { origin, client in
             do {

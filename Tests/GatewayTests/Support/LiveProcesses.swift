@@ -274,7 +274,13 @@ final class NoRedirects: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
 }
 
 enum HTTP {
-    static let session = URLSession(configuration: .ephemeral, delegate: NoRedirects(), delegateQueue: nil)
+    /// Tests' requests stand for many players, not one browser: more than URLSession's six
+    /// connections per host at once.
+    static let session: URLSession = {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = 64
+        return URLSession(configuration: configuration, delegate: NoRedirects(), delegateQueue: nil)
+    }()
 
     static func get(_ url: String, headers: [String: String] = [:], method: String = "GET") async throws -> HTTPResult {
         guard let u = URL(string: url) else { throw TestFailure("bad URL \(url)") }

@@ -1,0 +1,59 @@
+import Foundation
+import Synchronization
+import Testing
+
+/// Low-latency HLS blocking reloads (`_HLS_msn`, RFC 8216bis 6.2.5.2) that the origin holds
+/// until the segment is out (Tests/python/object_origin.py: `?block=S`). The rest of their
+/// behaviour (passed through byte for byte, shared, not held) is in SwarmTransferTests.
+@Suite("Blocking reloads")
+struct BlockingReloadTests {
+    /// Each rendition a node's players watch parks a reload at the origin at all times. Ten
+    /// distinct ones, more than the origin client's eight transfers per host, are all at the
+    /// origin together, and the node's other requests to that host are answered meanwhile.
+    @Test func parkedReloadsDoNotHoldUpOtherRequestsToTheirOrigin() async throws {
+        let (origin, originPort) = try Live.objectOrigin()
+        defer { origin.stop() }
+        let host = "127.0.0.1:\(originPort)"
+        let (gateway, port) = try Live.gateway(["--allow-origin", host])
+        defer { gateway.stop() }
+        let base = "http://127.0.0.1:\(port)/hls.vod.p2p.com/\(host)"
+        let renditions = 10
+        let answered = Answered()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for k in 0..<renditions {
+                group.addTask {
+                    let r = try await HTTP.get("\(base)/live/parked\(k).m3u8?segments=6&first=3&parts=1&block=8&_HLS_msn=9")
+                    #expect(r.status == 200 && r.text.contains("#EXT-X-PART:"), "\(r.status) \(r.text)")
+                    answered.count.withLock { $0 += 1 }
+                }
+            }
+            // The origin keeps each playlist request's query as it arrives, before it blocks.
+            func parked() async throws -> Int {
+                var n = 0
+                for k in 0..<renditions {
+                    let r = try await HTTP.get("http://\(host)/__stats?name=live/parked\(k).m3u8")
+                    let queries = (try JSONSerialization.jsonObject(with: r.body) as? [String: Any])?["queries"] as? [String]
+                    n += queries?.isEmpty == false ? 1 : 0
+                }
+                return n
+            }
+            let deadline = ContinuousClock.now + .seconds(5)
+            var atOrigin = try await parked()
+            while atOrigin < renditions && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+                atOrigin = try await parked()
+            }
+            #expect(atOrigin == renditions, "reloads at the origin together")
+            let vod = try await HTTP.get("\(base)/vod/beside-parked.m3u8?segments=2")
+            #expect(vod.status == 200 && vod.text.contains("xresid="), "\(vod.status) \(vod.text)")
+            #expect(answered.count.withLock { $0 } == 0, "the playlist was answered after a parked reload")
+            try await group.waitForAll()
+        }
+        #expect(answered.count.withLock { $0 } == renditions)
+    }
+
+    /// Reloads answered so far, counted by the tasks that sent them.
+    final class Answered: Sendable {
+        let count = Mutex(0)
+    }
+}
