@@ -3,7 +3,8 @@ import Synchronization
 import Testing
 
 /// Low-latency HLS blocking reloads (`_HLS_msn`, RFC 8216bis 6.2.5.2) that the origin holds
-/// until the segment is out (Tests/python/object_origin.py: `?block=S`). The rest of their
+/// until the segment is out (Tests/python/object_origin.py: `?block=S`, or `?hold=KEY` until
+/// released). The rest of their
 /// behaviour (passed through byte for byte, shared, not held) is in SwarmTransferTests.
 @Suite("Blocking reloads")
 struct BlockingReloadTests {
@@ -22,7 +23,7 @@ struct BlockingReloadTests {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for k in 0..<renditions {
                 group.addTask {
-                    let r = try await HTTP.get("\(base)/live/parked\(k).m3u8?segments=6&first=3&parts=1&block=8&_HLS_msn=9")
+                    let r = try await HTTP.get("\(base)/live/parked\(k).m3u8?segments=6&first=3&parts=1&hold=parked&_HLS_msn=9")
                     #expect(r.status == 200 && r.text.contains("#EXT-X-PART:"), "\(r.status) \(r.text)")
                     answered.count.withLock { $0 += 1 }
                 }
@@ -37,7 +38,7 @@ struct BlockingReloadTests {
                 }
                 return n
             }
-            let deadline = ContinuousClock.now + .seconds(5)
+            let deadline = ContinuousClock.now + .seconds(20)
             var atOrigin = try await parked()
             while atOrigin < renditions && ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(100))
@@ -47,6 +48,7 @@ struct BlockingReloadTests {
             let vod = try await HTTP.get("\(base)/vod/beside-parked.m3u8?segments=2")
             #expect(vod.status == 200 && vod.text.contains("xresid="), "\(vod.status) \(vod.text)")
             #expect(answered.count.withLock { $0 } == 0, "the playlist was answered after a parked reload")
+            _ = try await HTTP.get("http://\(host)/__release?key=parked")
             try await group.waitForAll()
         }
         #expect(answered.count.withLock { $0 } == renditions)

@@ -34,7 +34,7 @@ Endpoints:
                      each of the last two segments, a PRELOAD-HINT of the next part and a
                      RENDITION-REPORT of /live/NAME-alt.m3u8. A request with _HLS_msn waits
                      ?block=S seconds (default 0) first, as a blocking reload of a segment not
-                     yet out. Every playlist request's query is kept in the stats of
+                     yet out; with ?hold=KEY instead, until /__release?key=KEY (60 s at most). Every playlist request's query is kept in the stats of
                      live/NAME.m3u8 ("queries").
   /live/NAME         the same playlist at a path without an extension
   /dash/NAME.mpd     the same as a static DASH MPD: Representations "lo" and "hi", each a
@@ -53,6 +53,7 @@ Endpoints:
                      "bytes_sent", "inflight", "max_inflight"} for /obj/ and /redirect/
                      requests of NAME; without name: {NAME: {...}, ...}
   /__reset           forget all stats, versions, resets and bumps
+  /__release         ?key=KEY: answer the blocking reloads held with ?hold=KEY, now and later
 
 A CDN some distance away: with OBJECT_ORIGIN_RTT_MS=R in the environment, every request but
 the /__ ones waits R ms before it is answered (its round trip), and the first request on a
@@ -84,11 +85,18 @@ TYPES = {".ts": "video/mp2t", ".m4s": "video/mp4", ".mp4": "video/mp4", ".flv": 
          ".bin": "application/octet-stream"}
 LOCK = threading.Lock()
 OBJECTS = {}  # NAME -> {"version", "resets" (RSTs done), "bumped", "stats", "gone" if removed}
+HOLDS = {}  # KEY -> the threading.Event that /__release?key=KEY sets
 
 
 def fresh_stats():
     return {"requests": 0, "full": 0, "ranges": [], "if_range": [], "bytes_sent": 0,
             "inflight": 0, "max_inflight": 0}
+
+
+def held(key):
+    """The event that releases the blocking reloads held with ?hold=KEY."""
+    with LOCK:
+        return HOLDS.setdefault(key, threading.Event())
 
 
 def obj(name):
@@ -168,7 +176,7 @@ class Handler(BaseHTTPRequestHandler):
                 self.serve_dash(rest[:-len(".mpd")], live=True)
             elif kind == "peer" or (kind == "slow" and rest.startswith("peer/")):
                 self.serve_garbage(10000 if kind == "slow" else 0)
-            elif kind in ("__version", "__stats", "__reset"):
+            elif kind in ("__version", "__stats", "__reset", "__release"):
                 getattr(self, "serve" + kind)()
             else:
                 self.answer(404, b"not found")
@@ -207,7 +215,9 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK:
             obj("live/%s.m3u8" % name)["stats"].setdefault("queries", []).append(urlsplit(self.path).query)
         if parts:
-            if "_HLS_msn" in self.query:
+            if "_HLS_msn" in self.query and "hold" in self.query:
+                held(self.query["hold"]).wait(60)
+            elif "_HLS_msn" in self.query:
                 time.sleep(float(self.query.get("block", "0")))
             lines[1] = "#EXT-X-VERSION:9"
             lines[2:2] = ["#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=3.0", "#EXT-X-PART-INF:PART-TARGET=1.0"]
@@ -364,6 +374,10 @@ class Handler(BaseHTTPRequestHandler):
                 value = OBJECTS[name]["stats"] if name in OBJECTS else fresh_stats()
             value = json.loads(json.dumps(value))  # a snapshot: requests may be running
         self.answer_json(value)
+
+    def serve__release(self):
+        held(self.query["key"]).set()
+        self.answer_json({"released": self.query["key"]})
 
     def serve__reset(self):
         with LOCK:
