@@ -46,7 +46,9 @@ extension GatewayResponder {
     }
 
     /// `POST /prepare` with `{"url": "...", "xresid": "..."}` (or the same as query
-    /// parameters). The URL is an origin URL or a proxy URL of this gateway.
+    /// parameters). The URL is an origin URL or a proxy URL of this gateway. On a node with a
+    /// tracker, the tracker's registry prepares the objects (503 while it is away), and the
+    /// answer's `jobs` is where they are listed.
     func prepare(_ request: Request) async throws(GatewayFailure) -> Response {
         var url = request.uri.queryParameters.get("url")
         var xresid = request.uri.queryParameters.get("xresid")
@@ -62,13 +64,33 @@ extension GatewayResponder {
         }
         guard let url else { throw GatewayFailure(.badRequest, "url is missing") }
         let proxy = try Self.proxyForPrepare(url, xresid: xresid)
+        guard node.preparesNow else {
+            throw GatewayFailure(.serviceUnavailable, "the tracker, whose registry prepares for this node, is away; try again")
+        }
+        var answer: [(String, JSONBody.Value)] = [("xresid", .string(proxy.xresid.value))]
         let lower = proxy.origin.path.lowercased()
         if proxy.virtualHost == .hls && (lower.hasSuffix(".m3u8") || lower.hasSuffix(".m3u")) {
-            let queued = try await preparePlaylist(proxy, depth: 0)
-            return JSONBody.response(status: .accepted, [("xresid", .string(proxy.xresid.value)), ("queued", .int(queued))])
+            answer.append(("queued", .int(try await preparePlaylist(proxy, depth: 0))))
+        } else if node.link != nil {
+            node.prepareAhead([ObjectRef(key: Self.objectKey(proxy), url: proxy.origin.string)], whole: true)
+            answer.append(("queued", .int(1)))
+        } else {
+            let job = node.prepareQueue.enqueue(Self.objectKey(proxy), url: proxy.origin.string, urgent: true)
+            answer += [("queued", .int(1)), ("job", .object(Self.fields(job)))]
         }
-        let job = node.prepareQueue.enqueue(Self.objectKey(proxy), url: proxy.origin.string, urgent: true)
-        return JSONBody.response(status: .accepted, [("xresid", .string(proxy.xresid.value)), ("queued", .int(1)), ("job", .object(Self.fields(job)))])
+        if let jobs = node.link.flatMap({ Self.jobsURL(ofTracker: $0.configuration.url) }) { answer.append(("jobs", .string(jobs))) }
+        return JSONBody.response(status: .accepted, answer)
+    }
+
+    /// The tracker's `/jobs`, on the host and port of its signalling URL
+    /// (`ws://HOST:PORT/swarm/v1/ws`): where the objects it prepares for this node are listed.
+    static func jobsURL(ofTracker url: String) -> String? {
+        guard var parts = URLComponents(string: url), let scheme = parts.scheme?.lowercased(), ["ws", "wss"].contains(scheme) else { return nil }
+        parts.scheme = scheme == "wss" ? "https" : "http"
+        parts.path = "/jobs"
+        parts.query = nil
+        parts.fragment = nil
+        return parts.string
     }
 
     /// Fetches and rewrites an HLS playlist so that its objects are queued; a master's variant

@@ -267,6 +267,38 @@ final class SwarmTransferTests {
         #expect(number("peers", stats[3]) >= 1)
     }
 
+    /// `swarmgate prepare` through a node in a swarm: the tracker's registry prepares the
+    /// objects (a playlist's and a single one alike), the answer names the tracker's `/jobs`,
+    /// and `--wait` follows that list to the end; the origin sends each object once.
+    @Test func prepareThroughANodeIsTheTrackersAndWaitFollowsItsJobs() async throws {
+        let (origin, originPort) = try Live.objectOrigin()
+        defer { origin.stop() }
+        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
+        defer { t.stop() }
+        let (n, port) = try node(trackerPort: trackerPort, originPort: originPort)
+        defer { n.stop() }
+        let gateway = "http://127.0.0.1:\(port)"
+        let cli = try LiveProcess(Live.binary, ["prepare", "http://127.0.0.1:\(originPort)/vod/prep.m3u8?segments=4&size=200000", "--gateway", gateway, "--wait"])
+        #expect(cli.waitForExit(timeout: .seconds(60)) == 0, "\(cli.stderr)")
+        #expect(cli.stderr.contains("prepared 4 of 4 objects"), "\(cli.stderr)")
+        let answer = try JSONSerialization.jsonObject(with: Data(cli.firstStdoutLine().utf8)) as? [String: Any]
+        #expect(answer?["jobs"] as? String == "http://127.0.0.1:\(trackerPort)/jobs")
+        #expect(try await Self.originBytes(originPort, "prep") == 4 * 200_000, "each segment once, to the tracker")
+        func jobs(_ port: Int) async throws -> [[String: Any]] {
+            let r = try await HTTP.get("http://127.0.0.1:\(port)/jobs")
+            return (try JSONSerialization.jsonObject(with: r.body) as? [String: Any])?["jobs"] as? [[String: Any]] ?? []
+        }
+        // A single object too: the tracker lists it, the node does not.
+        let one = "http://127.0.0.1:\(originPort)/obj/prep-one.ts?size=300000"
+        let single = try LiveProcess(Live.binary, ["prepare", one, "--gateway", gateway, "--wait"])
+        #expect(single.waitForExit(timeout: .seconds(60)) == 0, "\(single.stderr)")
+        #expect(single.stderr.contains("prepared 1 of 1 objects"), "\(single.stderr)")
+        #expect(try await jobs(trackerPort).contains { $0["url"] as? String == one && $0["state"] as? String == "done" })
+        #expect(try await jobs(port).isEmpty)
+        let sent = try await HTTP.get("http://127.0.0.1:\(originPort)/__stats?name=prep-one.ts")
+        #expect((try JSONSerialization.jsonObject(with: sent.body) as? [String: Any])?["bytes_sent"] as? Int == 300_000)
+    }
+
     /// The tracker prepares a VOD a window of media time ahead of the swarm's furthest player,
     /// not whole: two viewers who leave after three segments of a 200-segment VOD cost the
     /// origin that window, and a viewer who plays on moves it.
@@ -967,6 +999,9 @@ final class SwarmTransferTests {
         expectCorrect(try await Self.play(port: bPort, playlist: list), "away", segments: segments)
         #expect(try await Self.originBytes(originPort, "away") - before == segments * 200_000)
         #expect(try await Self.stat(bPort)["p2pBytes"] as? Int == 0)
+        // Nor does b take a prepare it cannot pass on: the tracker's registry prepares for it.
+        let refused = try await HTTP.post("http://127.0.0.1:\(bPort)/prepare", json: "{\"url\":\"http://127.0.0.1:\(originPort)/obj/away-later.ts\"}")
+        #expect(refused.status == 503, "\(refused.status) \(refused.text)")
         // The tracker comes back with its registry and seed; b logs in again and takes pieces from the swarm.
         (t, _) = try tracker(port: trackerPort, dir: dir, originPort: originPort)
         defer { t.stop() }

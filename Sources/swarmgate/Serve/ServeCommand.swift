@@ -27,7 +27,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("inherit-query"), help: "Playlist query parameters copied onto its URIs: names or *.") var inheritQuery: String?
     @Option(name: .customLong("key-uris"), help: "EXT-X-KEY URIs: origin or proxy.") var keyURIs: String?
     @Option(name: .customLong("app-id"), help: "The app id nodes and tracker share.") var appID: String?
-    @Option(name: .customLong("app-secret-file"), help: "A file holding the app secret.") var appSecretFile: String?
+    @Option(name: .customLong("app-secret-file"), help: "A file holding the app secret (or set SWARMGATE_APP_SECRET).") var appSecretFile: String?
     @Option(name: .customLong("node-message-rate"), help: "Messages per second a node may send the embedded tracker, bursts of twice that (default 500).") var nodeMessageRate: String?
     @Option(name: .customLong("max-object-size"), help: "Largest media object fetched from an origin, e.g. 4GiB.") var maxObjectSize: String?
     @Option(name: .customLong("origin-idle-timeout"), help: "Seconds an origin may send nothing before the request fails (504).") var originIdleTimeout: String?
@@ -120,7 +120,7 @@ struct HealthCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "health", abstract: "Exit 0 when a gateway's /health answers 200, else 1.")
 
-    @Argument(help: "The gateway's URL (default http://127.0.0.1:8080).") var url: String = "http://127.0.0.1:8080"
+    @Argument(help: "The gateway's URL.") var url: String = "http://127.0.0.1:8080"
 
     func run() async throws {
         try Swarmgate.requireSystemLibraries(crypto: false)
