@@ -71,6 +71,8 @@ extension GatewayResponder {
         let lower = proxy.origin.path.lowercased()
         if proxy.virtualHost == .hls && (lower.hasSuffix(".m3u8") || lower.hasSuffix(".m3u")) {
             answer.append(("queued", .int(try await preparePlaylist(proxy, depth: 0))))
+        } else if proxy.virtualHost == .hls && lower.hasSuffix(".mpd") {
+            answer.append(("queued", .int(try await prepareMPD(proxy))))
         } else if node.link != nil {
             node.prepareAhead([ObjectRef(key: Self.objectKey(proxy), url: proxy.origin.string)], whole: true)
             answer.append(("queued", .int(1)))
@@ -121,6 +123,32 @@ extension GatewayResponder {
         let objects = mediaObjects(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query)
         // With a tracker, its registry prepares them (and seeds the swarm); else this node's.
         node.prepareAhead(objects.map { ObjectRef(key: $0.key, url: $0.url, duration: $0.duration) }, whole: true)
+        return objects.count
+    }
+
+    /// Fetches and rewrites an MPD so that the segments of all its Representations (each
+    /// initialization first) are queued; a dynamic MPD's as they stand now, at the origin's
+    /// live edge. Returns how many objects it listed.
+    func prepareMPD(_ proxy: ProxyURL) async throws(GatewayFailure) -> Int {
+        let answer: OriginAnswer
+        do { answer = try await origin.fetch(OriginFetch(url: proxy.origin.string)) } catch { throw error.failure }
+        guard answer.status == 200 else { throw GatewayFailure(.badGateway, "origin answered \(answer.status) for the MPD") }
+        let body = try await collectManifest(answer)
+        let effective = (try? OriginURL(answer.effectiveURL)) ?? proxy.origin
+        let now = answer.header("date").flatMap(Self.httpDate) ?? Date().timeIntervalSince1970
+        let rewrite: DASHRewrite
+        do { rewrite = try rewriteDASH(body, url: effective, xresid: proxy.xresid, collectSegments: true, now: now) } catch {
+            throw GatewayFailure(.badGateway, "the MPD cannot be read: \(error)")
+        }
+        var objects: [ObjectRef] = []
+        var seen = Set<String>()
+        for list in rewrite.segments {
+            let items = list.segments.lazy.compactMap { s in (try? OriginURL(s.url)).map { (origin: $0, duration: s.duration) } }
+            for o in listedObjects(items, xresid: proxy.xresid, listQuery: proxy.origin.query) where seen.insert(o.key.id).inserted {
+                objects.append(ObjectRef(key: o.key, url: o.url, duration: o.duration))
+            }
+        }
+        node.prepareAhead(objects, whole: true)
         return objects.count
     }
 

@@ -661,6 +661,28 @@ final class PieceCacheTests {
         #expect(after == Set(0...5).union(10...15), "\(after.sorted())")
     }
 
+    /// `prepare` of an MPD queues every Representation's initialization and segments, each
+    /// once, and `--wait` sees them done; each is then served from pieces.
+    @Test func prepareQueuesEveryRepresentationOfAnMPD() async throws {
+        let (g, port) = try gateway()
+        defer { g.stop() }
+        let mpd = originBase + "/dash/prepared-mpd.mpd?segments=3&size=100000"
+        let cli = try LiveProcess(Live.binary, ["prepare", mpd, "--gateway", "http://127.0.0.1:\(port)", "--wait"])
+        #expect(cli.waitForExit(timeout: .seconds(60)) == 0, "\(cli.stderr)")
+        #expect(cli.stderr.contains("prepared 8 of 8 objects"), "\(cli.stderr)")
+        for representation in ["lo", "hi"] {
+            for object in ["init.mp4", "seg0.ts", "seg1.ts", "seg2.ts"] {
+                let stats = try await originStats("prepared-mpd-\(representation)/\(object)")
+                #expect(stats["full"] as? Int == 1, "\(representation)/\(object): \(stats)")
+            }
+        }
+        #expect(try await originStats("prepared-mpd-lo/seg3.ts")["requests"] as? Int == 0, "no segment past the end")
+        let xresid = XResIDs.derived("127.0.0.1:\(originPort)", "/dash/prepared-mpd.mpd")
+        let r = try await HTTP.get(proxied(port, "/obj/prepared-mpd-hi/seg2.ts?size=100000&token=abc&xresid=\(xresid)"))
+        let original = try await direct("/obj/prepared-mpd-hi/seg2.ts?size=100000&token=abc")
+        #expect(r.status == 200 && r.body == original)
+    }
+
     @Test func prepareQueuesAWholeStreamAndJobsCanBePausedResumedAndCancelled() async throws {
         let samples = Live.packageRoot.appendingPathComponent("samples")
         let (o, oport) = try Live.origin(serving: samples, token: "t")

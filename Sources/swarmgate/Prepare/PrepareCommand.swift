@@ -8,9 +8,9 @@ import Origin
 /// stream's objects are all done.
 struct PrepareCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "prepare", abstract: "Have a gateway fetch and checksum an object or a whole playlist ahead of players.")
+        commandName: "prepare", abstract: "Have a gateway fetch and checksum an object or a whole stream (HLS playlist or DASH MPD) ahead of players.")
 
-    @Argument(help: "An origin URL (or a proxy URL of the gateway): a media object, or an HLS playlist whose objects are all prepared.") var url: String
+    @Argument(help: "An origin URL (or a proxy URL of the gateway): a media object, or an HLS playlist or a DASH MPD whose objects are all prepared.") var url: String
     @Option(help: "The stream's xresid (default: derived from the URL's host and path).") var xresid: String?
     @Option(help: "The gateway.") var gateway: String = "http://127.0.0.1:8080"
     @Flag(help: "Wait until every queued object of the stream is prepared (exit 1 if one failed).") var wait = false
