@@ -16,7 +16,7 @@ enum TrackerEndpoint {
         return .http1WebSocketUpgrade { request, _, _ in
             guard request.path == path else { return .dontUpgrade }
             return .upgrade([:]) { inbound, outbound, _ in
-                let texts = inbound.messages(maxSize: 1 << 20).compactMap { message -> String? in
+                let texts = inbound.messages(maxSize: SwarmMessage.maxTrackerMessageSize).compactMap { message -> String? in
                     if case .text(let text) = message { return text }
                     return nil
                 }

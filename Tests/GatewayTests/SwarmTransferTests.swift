@@ -299,6 +299,44 @@ final class SwarmTransferTests {
         #expect((try JSONSerialization.jsonObject(with: sent.body) as? [String: Any])?["bytes_sent"] as? Int == 300_000)
     }
 
+    /// A long VOD's objects reach the tracker however many they are: a read-ahead list over
+    /// the 1 MiB that a message once was (which ended the node's session, and the list with
+    /// it), and a `prepare` of more objects than one message carries, in several.
+    @Test func aLongVODsObjectsReachTheTrackerWithoutEndingTheSession() async throws {
+        let (origin, originPort) = try Live.objectOrigin()
+        defer { origin.stop() }
+        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
+        defer { t.stop() }
+        let (n, port) = try node(trackerPort: trackerPort, originPort: originPort)
+        defer { n.stop() }
+        // 6,000 segments: about 1.5 MB of objects in the read-ahead list.
+        let played = try await Self.play(port: port, playlist: "/hls.vod.p2p.com/127.0.0.1:\(originPort)/vod/long-read.m3u8?segments=6000&size=1000", count: 1)
+        #expect(played.count == 1)
+        func requested(_ name: String) async throws -> Int {
+            let r = try await HTTP.get("http://127.0.0.1:\(originPort)/__stats?name=\(name)")
+            return (try JSONSerialization.jsonObject(with: r.body) as? [String: Any])?["requests"] as? Int ?? 0
+        }
+        var deadline = ContinuousClock.now + .seconds(15)
+        while try await requested("long-read/seg1.ts") == 0 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(try await requested("long-read/seg1.ts") > 0, "the tracker read ahead of the player")
+        // 10,500 objects to prepare: more than one message carries (10,000).
+        let posted = try await HTTP.post("http://127.0.0.1:\(port)/prepare", json: "{\"url\":\"http://127.0.0.1:\(originPort)/vod/long-whole.m3u8?segments=10500&size=100\"}")
+        #expect(posted.status == 202 && posted.text.contains("\"queued\":10500"), "\(posted.status) \(posted.text)")
+        func listed(_ object: String) async throws -> Bool {
+            let r = try await HTTP.get("http://127.0.0.1:\(trackerPort)/jobs")
+            let jobs = (try JSONSerialization.jsonObject(with: r.body) as? [String: Any])?["jobs"] as? [[String: Any]] ?? []
+            return jobs.contains { ($0["url"] as? String)?.contains(object) == true }
+        }
+        deadline = ContinuousClock.now + .seconds(15)
+        while try await !listed("/long-whole/seg10499.ts") && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(try await listed("/long-whole/seg10499.ts"), "the last object, in the second message, is queued")
+        #expect(n.stderr.components(separatedBy: "logged in to the tracker").count == 2, "one session: \(n.stderr.suffix(2000))")
+    }
+
     /// The tracker prepares a VOD a window of media time ahead of the swarm's furthest player,
     /// not whole: two viewers who leave after three segments of a 200-segment VOD cost the
     /// origin that window, and a viewer who plays on moves it.

@@ -243,10 +243,15 @@ public final class TrackerLink: Service, Sendable {
             return s.send
         }
         guard let send else { return }
-        var m = SwarmMessage(type: "prepare")
-        m.refs = refs
-        if whole { m.whole = true }
-        try? await send(m.json)
+        let messages = SwarmMessage.prepares(refs, whole: whole)
+        let carried = messages.reduce(0) { $0 + $1.count }
+        if carried < refs.count {
+            logger.notice(
+                "prepare: more objects than the tracker takes at once", metadata: ["objects": "\(refs.count)", "sent": "\(carried)", "whole": "\(whole)"])
+        }
+        for m in messages {
+            do { try await send(m.json) } catch { return }
+        }
     }
 
     /// Peers holding `object`, best first; empty when the tracker is away or slow.

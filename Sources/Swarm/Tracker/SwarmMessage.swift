@@ -69,6 +69,41 @@ public struct SwarmMessage: Codable, Sendable, Equatable {
         String(decoding: (try? JSONEncoder().encode(self)) ?? Data("{}".utf8), as: UTF8.self)
     }
 
+    /// The largest message a tracker reads from a node, in bytes.
+    public static let maxTrackerMessageSize = 4 << 20
+    /// The most objects one `prepare` carries: a read-ahead playlist past it is prepared as its
+    /// first this many, and a `whole` one goes in several messages.
+    public static let maxPrepareRefs = 10_000
+
+    /// `refs` as `prepare` messages a tracker takes, each within `maxPrepareRefs` objects and
+    /// `maxTrackerMessageSize` bytes: all of them in turn if `whole`, else (read-ahead, which
+    /// knows a playlist by its first and last object and their count) the first message's
+    /// alone, the same for every read of the playlist. An object too large for any message is
+    /// left out. Each message comes with how many objects it carries.
+    public static func prepares(_ refs: [ObjectRef], whole: Bool) -> [(json: String, count: Int)] {
+        var out: [(json: String, count: Int)] = []
+        var rest = refs[...]
+        while !rest.isEmpty {
+            var n = min(rest.count, maxPrepareRefs)
+            while true {
+                var m = SwarmMessage(type: "prepare")
+                m.refs = Array(rest.prefix(n))
+                if whole { m.whole = true }
+                let json = m.json
+                let size = json.utf8.count
+                if size <= maxTrackerMessageSize {
+                    out.append((json, n))
+                    break
+                }
+                guard n > 1 else { break }
+                n = max(1, min(n - 1, Int(Double(n) * Double(maxTrackerMessageSize) / Double(size) * 0.95)))
+            }
+            rest = rest.dropFirst(n)
+            if !whole && !out.isEmpty { break }
+        }
+        return out
+    }
+
     public init?(json: String) {
         guard let m = try? JSONDecoder().decode(SwarmMessage.self, from: Data(json.utf8)) else { return nil }
         self = m

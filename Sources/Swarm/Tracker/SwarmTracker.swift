@@ -243,7 +243,7 @@ public final class SwarmTracker: Sendable {
     /// the node (`watch`).
     private func prepare(_ m: SwarmMessage, from peer: String) {
         guard let host, let refs = m.refs, !refs.isEmpty else { return }
-        let ahead = Array(refs.prefix(Self.maxRefsPerMessage))
+        let ahead = Array(refs.prefix(SwarmMessage.maxPrepareRefs))
         let preparing = Set(host.prepare(ahead, whole: m.whole ?? false).map(\.key.id))
         watch(Array(ahead.prefix(Self.pushAhead)), preparing: preparing, for: peer, host: host)
     }
@@ -366,8 +366,6 @@ public final class SwarmTracker: Sendable {
         Task { try? await send(text) }
     }
 
-    /// Read-ahead objects taken from one `prepare` message.
-    static let maxRefsPerMessage = 10_000
     /// The longest `readyWithin` a `sums` may ask for, in milliseconds (a node's longest peer deadline).
     static let maxReadyWithin = 60_000
 
