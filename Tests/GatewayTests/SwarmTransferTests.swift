@@ -267,16 +267,41 @@ final class SwarmTransferTests {
         #expect(number("peers", stats[3]) >= 1)
     }
 
+    /// A tracker and one node logged in to it, before a byte-counting origin.
+    struct OneNode {
+        let origin: LiveProcess, originPort: Int
+        let tracker: LiveProcess, trackerPort: Int
+        let node: LiveProcess, port: Int
+
+        func stop() {
+            for p in [node, tracker, origin] { p.stop() }
+        }
+    }
+
+    func oneNode() throws -> OneNode {
+        let (origin, originPort) = try Live.objectOrigin()
+        do {
+            let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
+            do {
+                let (n, port) = try node(trackerPort: trackerPort, originPort: originPort)
+                return OneNode(origin: origin, originPort: originPort, tracker: t, trackerPort: trackerPort, node: n, port: port)
+            } catch {
+                t.stop()
+                throw error
+            }
+        } catch {
+            origin.stop()
+            throw error
+        }
+    }
+
     /// `swarmgate prepare` through a node in a swarm: the tracker's registry prepares the
     /// objects (a playlist's and a single one alike), the answer names the tracker's `/jobs`,
     /// and `--wait` follows that list to the end; the origin sends each object once.
     @Test func prepareThroughANodeIsTheTrackersAndWaitFollowsItsJobs() async throws {
-        let (origin, originPort) = try Live.objectOrigin()
-        defer { origin.stop() }
-        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
-        defer { t.stop() }
-        let (n, port) = try node(trackerPort: trackerPort, originPort: originPort)
-        defer { n.stop() }
+        let swarm = try oneNode()
+        defer { swarm.stop() }
+        let (originPort, trackerPort, port) = (swarm.originPort, swarm.trackerPort, swarm.port)
         let gateway = "http://127.0.0.1:\(port)"
         let cli = try LiveProcess(Live.binary, ["prepare", "http://127.0.0.1:\(originPort)/vod/prep.m3u8?segments=4&size=200000", "--gateway", gateway, "--wait"])
         #expect(cli.waitForExit(timeout: .seconds(60)) == 0, "\(cli.stderr)")
@@ -303,12 +328,9 @@ final class SwarmTransferTests {
     /// the 1 MiB that a message once was (which ended the node's session, and the list with
     /// it), and a `prepare` of more objects than one message carries, in several.
     @Test func aLongVODsObjectsReachTheTrackerWithoutEndingTheSession() async throws {
-        let (origin, originPort) = try Live.objectOrigin()
-        defer { origin.stop() }
-        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
-        defer { t.stop() }
-        let (n, port) = try node(trackerPort: trackerPort, originPort: originPort)
-        defer { n.stop() }
+        let swarm = try oneNode()
+        defer { swarm.stop() }
+        let (originPort, trackerPort, n, port) = (swarm.originPort, swarm.trackerPort, swarm.node, swarm.port)
         // 6,000 segments: about 1.5 MB of objects in the read-ahead list.
         let played = try await Self.play(port: port, playlist: "/hls.vod.p2p.com/127.0.0.1:\(originPort)/vod/long-read.m3u8?segments=6000&size=1000", count: 1)
         #expect(played.count == 1)
