@@ -4,9 +4,9 @@ import Manifest
 import PieceStore
 import Swarm
 
-/// The prepare-job API (seed 001): `POST /prepare` queues an object — or, for a playlist, every
-/// object it lists (a master's variants included) — and `GET /jobs`, `POST /jobs/ID/pause`,
-/// `/resume` and `/cancel` show and steer the jobs.
+/// The prepare-job API (seed 001): `POST /prepare` queues an object — or, for a playlist or an
+/// MPD, every object it lists (a master's variants, every Representation) — and `GET /jobs`,
+/// `POST /jobs/ID/pause`, `/resume` and `/cancel` show and steer the jobs.
 extension GatewayResponder {
     func jobsAPI(path: Substring, request: Request) async throws(GatewayFailure) -> Response {
         if path == "/prepare" {

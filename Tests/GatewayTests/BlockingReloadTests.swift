@@ -20,36 +20,43 @@ struct BlockingReloadTests {
         let base = "http://127.0.0.1:\(port)/hls.vod.p2p.com/\(host)"
         let renditions = 10
         let answered = Answered()
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for k in 0..<renditions {
-                group.addTask {
-                    let r = try await HTTP.get("\(base)/live/parked\(k).m3u8?segments=6&first=3&parts=1&hold=parked&_HLS_msn=9")
-                    #expect(r.status == 200 && r.text.contains("#EXT-X-PART:"), "\(r.status) \(r.text)")
-                    answered.count.withLock { $0 += 1 }
-                }
-            }
-            // The origin keeps each playlist request's query as it arrives, before it blocks.
-            func parked() async throws -> Int {
-                var n = 0
+        // Released at the end, or on the way out of a failure: each waits there until then.
+        func release() async { _ = try? await HTTP.get("http://\(host)/__release?key=parked") }
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
                 for k in 0..<renditions {
-                    let r = try await HTTP.get("http://\(host)/__stats?name=live/parked\(k).m3u8")
-                    let queries = (try JSONSerialization.jsonObject(with: r.body) as? [String: Any])?["queries"] as? [String]
-                    n += queries?.isEmpty == false ? 1 : 0
+                    group.addTask {
+                        let r = try await HTTP.get("\(base)/live/parked\(k).m3u8?segments=6&first=3&parts=1&hold=parked&_HLS_msn=9")
+                        #expect(r.status == 200 && r.text.contains("#EXT-X-PART:"), "\(r.status) \(r.text)")
+                        answered.count.withLock { $0 += 1 }
+                    }
                 }
-                return n
+                // The origin keeps each playlist request's query as it arrives, before it blocks.
+                func parked() async throws -> Int {
+                    var n = 0
+                    for k in 0..<renditions {
+                        let r = try await HTTP.get("http://\(host)/__stats?name=live/parked\(k).m3u8")
+                        let queries = (try JSONSerialization.jsonObject(with: r.body) as? [String: Any])?["queries"] as? [String]
+                        n += queries?.isEmpty == false ? 1 : 0
+                    }
+                    return n
+                }
+                let deadline = ContinuousClock.now + .seconds(15)
+                var atOrigin = try await parked()
+                while atOrigin < renditions && ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(100))
+                    atOrigin = try await parked()
+                }
+                #expect(atOrigin == renditions, "reloads at the origin together")
+                let vod = try await HTTP.get("\(base)/vod/beside-parked.m3u8?segments=2")
+                #expect(vod.status == 200 && vod.text.contains("xresid="), "\(vod.status) \(vod.text)")
+                #expect(answered.count.withLock { $0 } == 0, "the playlist was answered after a parked reload")
+                await release()
+                try await group.waitForAll()
             }
-            let deadline = ContinuousClock.now + .seconds(20)
-            var atOrigin = try await parked()
-            while atOrigin < renditions && ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(100))
-                atOrigin = try await parked()
-            }
-            #expect(atOrigin == renditions, "reloads at the origin together")
-            let vod = try await HTTP.get("\(base)/vod/beside-parked.m3u8?segments=2")
-            #expect(vod.status == 200 && vod.text.contains("xresid="), "\(vod.status) \(vod.text)")
-            #expect(answered.count.withLock { $0 } == 0, "the playlist was answered after a parked reload")
-            _ = try await HTTP.get("http://\(host)/__release?key=parked")
-            try await group.waitForAll()
+        } catch {
+            await release()
+            throw error
         }
         #expect(answered.count.withLock { $0 } == renditions)
     }

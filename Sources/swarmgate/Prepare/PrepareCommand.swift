@@ -4,8 +4,8 @@ import Gateway
 import Origin
 
 /// `swarmgate prepare URL`: asks a gateway to prepare an object, or every object of a playlist
-/// (SPEC section 4), through its `POST /prepare`. With `--wait`, follows the jobs until the
-/// stream's objects are all done.
+/// or an MPD (SPEC section 4), through its `POST /prepare`. With `--wait`, follows the jobs
+/// (the tracker's, for a node in a swarm) until the stream's objects are all done.
 struct PrepareCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "prepare", abstract: "Have a gateway fetch and checksum an object or a whole stream (HLS playlist or DASH MPD) ahead of players.")
