@@ -13,6 +13,10 @@ extension GatewayResponder {
             guard request.method == .post else { throw GatewayFailure(.methodNotAllowed, "POST /prepare") }
             return try await prepare(request)
         }
+        if path == "/jobs/status" {
+            guard request.method == .post else { throw GatewayFailure(.methodNotAllowed, "POST /jobs/status") }
+            return try await jobsStatus(request)
+        }
         if path == "/jobs" {
             guard request.method == .get || request.method == .head else { throw GatewayFailure(.methodNotAllowed, "GET /jobs") }
             return JSONBody.response([("jobs", .array(node.prepareQueue.jobs().map { .object(Self.fields($0)) }))])
@@ -69,19 +73,45 @@ extension GatewayResponder {
         }
         var answer: [(String, JSONBody.Value)] = [("xresid", .string(proxy.xresid.value))]
         let lower = proxy.origin.path.lowercased()
+        let objects: [String]
+        var job: PrepareJob?
         if proxy.virtualHost == .hls && (lower.hasSuffix(".m3u8") || lower.hasSuffix(".m3u")) {
-            answer.append(("queued", .int(try await preparePlaylist(proxy, depth: 0))))
+            objects = try await preparePlaylist(proxy, depth: 0)
         } else if proxy.virtualHost == .hls && lower.hasSuffix(".mpd") {
-            answer.append(("queued", .int(try await prepareMPD(proxy))))
-        } else if node.link != nil {
-            node.prepareAhead([ObjectRef(key: Self.objectKey(proxy), url: proxy.origin.string)], whole: true)
-            answer.append(("queued", .int(1)))
+            objects = try await prepareMPD(proxy)
         } else {
-            let job = node.prepareQueue.enqueue(Self.objectKey(proxy), url: proxy.origin.string, urgent: true)
-            answer += [("queued", .int(1)), ("job", .object(Self.fields(job)))]
+            let key = Self.objectKey(proxy)
+            if node.link != nil {
+                node.prepareAhead([ObjectRef(key: key, url: proxy.origin.string)], whole: true)
+            } else {
+                job = node.prepareQueue.enqueue(key, url: proxy.origin.string, urgent: true)
+            }
+            objects = [key.id]
         }
+        answer.append(("queued", .int(objects.count)))
+        if let job { answer.append(("job", .object(Self.fields(job)))) }
         if let jobs = node.link.flatMap({ Self.jobsURL(ofTracker: $0.configuration.url) }) { answer.append(("jobs", .string(jobs))) }
+        answer.append(("objects", .array(objects.map { .string($0) })))
         return JSONBody.response(status: .accepted, answer)
+    }
+
+    /// `POST /jobs/status` with `{"ids": [object id, ...]}` (the `objects` of a `/prepare`
+    /// answer): how many of them are in each job state. An object without a job (never
+    /// queued here, or its job finished long ago and left the list) counts as `done` when its
+    /// checksums are ready, else as `unknown` (a tracker has not had the node's prepare yet).
+    func jobsStatus(_ request: Request) async throws(GatewayFailure) -> Response {
+        let data: ByteBuffer
+        do { data = try await request.body.collect(upTo: 16 << 20) } catch { throw GatewayFailure(.badRequest, "body over 16 MiB") }
+        guard let json = try? JSONSerialization.jsonObject(with: Data(data.readableBytesView)) as? [String: Any], let ids = json["ids"] as? [String] else {
+            throw GatewayFailure(.badRequest, "body must be {\"ids\": [...]}")
+        }
+        var counts: [String: Int] = [:]
+        for id in ids {
+            let state = node.prepareQueue.job(String(id.prefix(16)))?.state.rawValue ?? (node.registry.ready(id: id) != nil ? "done" : "unknown")
+            counts[state, default: 0] += 1
+        }
+        let states = ["queued", "running", "paused", "done", "failed", "cancelled", "unknown"]
+        return JSONBody.response(states.map { ($0, .int(counts[$0] ?? 0)) })
     }
 
     /// The tracker's `/jobs`, on the host and port of its signalling URL
@@ -96,8 +126,8 @@ extension GatewayResponder {
     }
 
     /// Fetches and rewrites an HLS playlist so that its objects are queued; a master's variant
-    /// and rendition playlists are fetched in turn. Returns how many objects it listed.
-    func preparePlaylist(_ proxy: ProxyURL, depth: Int) async throws(GatewayFailure) -> Int {
+    /// and rendition playlists are fetched in turn. Returns the ids of the objects it listed.
+    func preparePlaylist(_ proxy: ProxyURL, depth: Int) async throws(GatewayFailure) -> [String] {
         let answer: OriginAnswer
         do { answer = try await origin.fetch(OriginFetch(url: proxy.origin.string)) } catch { throw error.failure }
         guard answer.status == 200 else { throw GatewayFailure(.badGateway, "origin answered \(answer.status) for the playlist") }
@@ -110,8 +140,8 @@ extension GatewayResponder {
         }
         if result.kind == .master {
             if !result.variables.isEmpty { variables.set(proxy.xresid.value, result.variables) }
-            guard depth == 0 else { return 0 }
-            var total = 0
+            guard depth == 0 else { return [] }
+            var total: [String] = []
             var seen = Set<String>()
             for ref in result.references where [.variant, .rendition, .iFrameVariant].contains(ref.role) {
                 let url = configuration.inheritQuery.applied(to: ref.origin, parentQuery: proxy.origin.query)
@@ -123,13 +153,13 @@ extension GatewayResponder {
         let objects = mediaObjects(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query)
         // With a tracker, its registry prepares them (and seeds the swarm); else this node's.
         node.prepareAhead(objects.map { ObjectRef(key: $0.key, url: $0.url, duration: $0.duration) }, whole: true)
-        return objects.count
+        return objects.map(\.key.id)
     }
 
     /// Fetches and rewrites an MPD so that the segments of all its Representations (each
     /// initialization first) are queued; a dynamic MPD's as they stand now, at the origin's
-    /// live edge. Returns how many objects it listed.
-    func prepareMPD(_ proxy: ProxyURL) async throws(GatewayFailure) -> Int {
+    /// live edge. Returns the ids of the objects it listed.
+    func prepareMPD(_ proxy: ProxyURL) async throws(GatewayFailure) -> [String] {
         let answer: OriginAnswer
         do { answer = try await origin.fetch(OriginFetch(url: proxy.origin.string)) } catch { throw error.failure }
         guard answer.status == 200 else { throw GatewayFailure(.badGateway, "origin answered \(answer.status) for the MPD") }
@@ -149,7 +179,7 @@ extension GatewayResponder {
             }
         }
         node.prepareAhead(objects, whole: true)
-        return objects.count
+        return objects.map(\.key.id)
     }
 
     /// A proxy URL for `url`: this gateway's proxy URL as it stands, or an origin URL under

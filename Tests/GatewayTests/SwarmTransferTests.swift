@@ -324,6 +324,20 @@ final class SwarmTransferTests {
         #expect(try await jobs(port).isEmpty)
         let sent = try await HTTP.get("http://127.0.0.1:\(originPort)/__stats?name=prep-one.ts")
         #expect((try JSONSerialization.jsonObject(with: sent.body) as? [String: Any])?["bytes_sent"] as? Int == 300_000)
+        // --wait follows the objects of its own prepare, not the stream's: a slow object under
+        // the same xresid as the finished ones is waited for to its end.
+        let xresid = try #require(answer?["xresid"] as? String)
+        let slow = "http://127.0.0.1:\(originPort)/obj/prep-slow.ts?size=400000&throttle=200000"
+        let later = try LiveProcess(Live.binary, ["prepare", slow, "--xresid", xresid, "--gateway", gateway, "--wait"])
+        #expect(later.waitForExit(timeout: .seconds(60)) == 0, "\(later.stderr)")
+        let slowSent = try await HTTP.get("http://127.0.0.1:\(originPort)/__stats?name=prep-slow.ts")
+        #expect((try JSONSerialization.jsonObject(with: slowSent.body) as? [String: Any])?["bytes_sent"] as? Int == 400_000, "done before it was")
+        // The node has the checksums of the first objects the tracker prepared for it, and no
+        // job for them: its status counts them as done, an unknown id as unknown.
+        let ids = Self.objectIDs("prep", originPort: originPort, segments: 4)
+        let status = try await HTTP.post("\(gateway)/jobs/status", json: "{\"ids\":[\"\(ids[0])\",\"\(String(repeating: "0", count: 64))\"]}")
+        let counts = try JSONSerialization.jsonObject(with: status.body) as? [String: Int]
+        #expect(counts?["done"] == 1 && counts?["unknown"] == 1, "\(status.text)")
     }
 
     /// A long VOD's objects reach the tracker however many they are: a read-ahead list over

@@ -24,38 +24,64 @@ struct PrepareCommand: AsyncParsableCommand {
         var fields: [String: String] = ["url": url]
         if let xresid { fields["xresid"] = xresid }
         let (status, body) = try await Self.call(client, base + "/prepare", method: .post, body: try JSONSerialization.data(withJSONObject: fields))
-        print(String(decoding: body, as: UTF8.self))
+        var answer = (try? JSONSerialization.jsonObject(with: body) as? [String: Any]) ?? [:]
+        // The object ids (thousands, for a long VOD) are for --wait, not for the reader.
+        let objects = answer.removeValue(forKey: "objects") as? [String] ?? []
+        let shown = try? JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys])
+        print(String(decoding: status == 202 ? shown ?? body : body, as: UTF8.self))
         guard status == 202 else { throw ExitCode(1) }
         guard wait else { return }
-        let answer = (try? JSONSerialization.jsonObject(with: body) as? [String: Any]) ?? [:]
-        let stream = answer["xresid"] as? String
-        let queued = answer["queued"] as? Int ?? 0
-        // A node in a swarm names its tracker's list, where the tracker's registry shows them.
+        // A node in a swarm names its tracker's list, where the tracker's registry has them.
         let jobsURL = answer["jobs"] as? String ?? base + "/jobs"
         let jobsClient = jobsURL.hasPrefix(base + "/") ? client : try Self.client(for: [jobsURL])
         defer { if jobsClient !== client { Task { await jobsClient.client.shutdown() } } }
-        // The objects reach a tracker's list a moment after the answer; none there for this
-        // long means they are not listed where we look.
-        let listedWithin = ContinuousClock.now + .seconds(30)
+        try await Self.follow(objects, at: jobsURL + "/status", client: jobsClient)
+    }
+
+    /// Asks `statusURL` (`POST /jobs/status`) how the `objects` stand until none is queued or
+    /// running, then reports. Gives up (exit 1) when the answer has been an error, or every
+    /// object left unknown there (never queued), for `patience` on end.
+    static func follow(_ objects: [String], at statusURL: String, client: OriginClientAdapter, patience: Duration = .seconds(30)) async throws {
+        let ask = try JSONSerialization.data(withJSONObject: ["ids": objects])
+        let every = Duration.milliseconds(max(250, objects.count / 10))
+        var last: [String: Int] = [:]
+        var since = ContinuousClock.now
+        var problem = ""
         while true {
-            try await Task.sleep(for: .milliseconds(250))
-            let (_, jobs) = try await Self.call(jobsClient, jobsURL, method: .get, body: nil)
-            let list = ((try? JSONSerialization.jsonObject(with: jobs) as? [String: Any])?["jobs"] as? [[String: Any]] ?? [])
-                .filter { $0["xresid"] as? String == stream }
-            let states = list.compactMap { $0["state"] as? String }
-            if states.isEmpty && queued > 0 {
-                guard ContinuousClock.now < listedWithin else {
-                    FileHandle.standardError.write(Data("swarmgate prepare: \(jobsURL) lists none of the \(queued) objects queued\n".utf8))
-                    throw ExitCode(1)
+            let counts: [String: Int]?
+            do {
+                let (code, reply) = try await Self.exchange(client, statusURL, method: .post, body: ask)
+                counts = code == 200 ? (try? JSONSerialization.jsonObject(with: reply) as? [String: Int]) : nil
+                if counts == nil { problem = "answered \(code)" }
+            } catch {
+                counts = nil
+                problem = "\(error)"
+            }
+            if let counts {
+                func n(_ state: String) -> Int { counts[state] ?? 0 }
+                let open = n("queued") + n("running") + n("paused") + n("unknown")
+                if open == 0 {
+                    FileHandle.standardError.write(Data("prepared \(n("done")) of \(objects.count) objects\n".utf8))
+                    if n("failed") + n("cancelled") > 0 { throw ExitCode(1) }
+                    return
                 }
-                continue
+                // Progress, or a job under way (a large object takes long), is patience renewed.
+                if counts != last || n("unknown") < open { (last, since) = (counts, ContinuousClock.now) }
+                problem = "\(n("unknown")) of the \(objects.count) objects were never queued there"
             }
-            if states.allSatisfy({ ["done", "failed", "cancelled"].contains($0) }) {
-                FileHandle.standardError.write(Data("prepared \(states.filter { $0 == "done" }.count) of \(states.count) objects\n".utf8))
-                if states.contains("failed") { throw ExitCode(1) }
-                return
+            guard ContinuousClock.now - since < patience else {
+                FileHandle.standardError.write(Data("swarmgate prepare: \(statusURL): \(problem)\n".utf8))
+                throw ExitCode(1)
             }
+            try await Task.sleep(for: every)
         }
+    }
+
+    /// One call to the gateway's API through `client`: (status, body).
+    static func exchange(_ client: OriginClientAdapter, _ url: String, method: OriginRequest.Method, body: Data?) async throws(OriginError) -> (Int, Data) {
+        let headers = body == nil ? [] : [(name: "Content-Type", value: "application/json")]
+        let response = try await client.client.fetch(OriginRequest(url: url, method: method, headers: headers, body: body.map { [UInt8]($0) } ?? []))
+        return (response.status, Data(try await response.body.collect(upTo: 64 << 20)))
     }
 
     /// A client for the gateway's API at `urls` (and nothing else); it answers /prepare once
@@ -72,10 +98,8 @@ struct PrepareCommand: AsyncParsableCommand {
     /// One call to the gateway's API through `client`: (status, body). A failure to connect
     /// ends the command (exit 1).
     static func call(_ client: OriginClientAdapter, _ url: String, method: OriginRequest.Method, body: Data?) async throws -> (Int, Data) {
-        let headers = body == nil ? [] : [(name: "Content-Type", value: "application/json")]
         do {
-            let response = try await client.client.fetch(OriginRequest(url: url, method: method, headers: headers, body: body.map { [UInt8]($0) } ?? []))
-            return (response.status, Data(try await response.body.collect(upTo: 64 << 20)))
+            return try await exchange(client, url, method: method, body: body)
         } catch {
             FileHandle.standardError.write(Data("swarmgate prepare: \(url): \(error)\n".utf8))
             throw ExitCode(1)
