@@ -72,14 +72,14 @@ extension GatewayResponder {
             throw GatewayFailure(.serviceUnavailable, "the tracker, whose registry prepares for this node, is away; try again")
         }
         var answer: [(String, JSONBody.Value)] = [("xresid", .string(proxy.xresid.value))]
-        let lower = proxy.origin.path.lowercased()
         let objects: [String]
         var job: PrepareJob?
-        if proxy.virtualHost == .hls && (lower.hasSuffix(".m3u8") || lower.hasSuffix(".m3u")) {
+        switch try await manifestFormat(proxy) {
+        case .hls?:
             objects = try await preparePlaylist(proxy, depth: 0)
-        } else if proxy.virtualHost == .hls && lower.hasSuffix(".mpd") {
+        case .dash?:
             objects = try await prepareMPD(proxy)
-        } else {
+        case nil:
             let key = Self.objectKey(proxy)
             if node.link != nil {
                 node.prepareAhead([ObjectRef(key: key, url: proxy.origin.string)], whole: true)
@@ -93,6 +93,22 @@ extension GatewayResponder {
         if let jobs = node.link.flatMap({ Self.jobsURL(ofTracker: $0.configuration.url) }) { answer.append(("jobs", .string(jobs))) }
         answer.append(("objects", .array(objects.map { .string($0) })))
         return JSONBody.response(status: .accepted, answer)
+    }
+
+    /// Whether `proxy` is a playlist or an MPD: by its extension, else (not a media object's
+    /// extension either) by what the origin answers, as for players (SPEC section 2). Kept as
+    /// an object, a manifest would be served as it is, unrewritten and, for a live one, frozen.
+    func manifestFormat(_ proxy: ProxyURL) async throws(GatewayFailure) -> ManifestFormat? {
+        guard proxy.virtualHost == .hls, !proxy.isKey else { return nil }
+        let path = proxy.origin.path.lowercased()
+        if let format = ManifestFormat.detect(body: [UInt8](), path: path) { return format }
+        guard !Self.hasMediaExtension(path) else { return nil }
+        let answer: OriginAnswer
+        do { answer = try await origin.fetch(OriginFetch(url: proxy.origin.string)) } catch { throw error.failure }
+        guard answer.status == 200 else { return nil }  // the object's preparation reports it
+        let first: [UInt8]
+        do { first = try await ChunkIterator(answer.body).next() ?? [] } catch { return nil }
+        return ManifestFormat.detect(body: first, contentType: answer.header("content-type"))
     }
 
     /// `POST /jobs/status` with `{"ids": [object id, ...]}` (the `objects` of a `/prepare`

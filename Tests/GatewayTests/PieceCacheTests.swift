@@ -661,6 +661,22 @@ final class PieceCacheTests {
         #expect(after == Set(0...5).union(10...15), "\(after.sorted())")
     }
 
+    /// A playlist at a path without an extension is prepared as a playlist (the origin's
+    /// answer tells), not kept as an object: it stays rewritten for each request.
+    @Test func prepareOfAPlaylistWithoutAnExtensionQueuesItsSegments() async throws {
+        let (g, port) = try gateway()
+        defer { g.stop() }
+        let playlist = originBase + "/live/prepared-bare?segments=3&size=1000"
+        let posted = try await HTTP.post("http://127.0.0.1:\(port)/prepare", json: "{\"url\":\"\(playlist)\"}")
+        #expect(posted.status == 202 && posted.text.contains("\"queued\":3"), "\(posted.status) \(posted.text)")
+        let xresid = XResIDs.derived("127.0.0.1:\(originPort)", "/live/prepared-bare")
+        let list = try await HTTP.get(proxied(port, "/live/prepared-bare?segments=3&size=1000&xresid=\(xresid)"))
+        #expect(list.status == 200 && list.text.contains("/obj/prepared-bare/seg2.ts") && list.text.contains("xresid="), "\(list.text)")
+        // An object at such a path is still prepared as one object.
+        let object = try await HTTP.post("http://127.0.0.1:\(port)/prepare", json: "{\"url\":\"\(originBase)/obj/prepared-bare-object?size=5000\"}")
+        #expect(object.status == 202 && object.text.contains("\"queued\":1") && object.text.contains("\"job\""), "\(object.text)")
+    }
+
     /// `prepare` of an MPD queues every Representation's initialization and segments, each
     /// once, and `--wait` sees them done; each is then served from pieces.
     @Test func prepareQueuesEveryRepresentationOfAnMPD() async throws {
