@@ -661,6 +661,26 @@ final class PieceCacheTests {
         #expect(after == Set(0...5).union(10...15), "\(after.sorted())")
     }
 
+    /// `prepare --wait` reports an object that failed (exit 1), and a second prepare, once
+    /// the origin has it again, prepares it: an operator's prepare retries what failed, as
+    /// read-ahead does not.
+    @Test func aSecondPrepareRetriesWhatFailed() async throws {
+        let (g, port) = try gateway()
+        defer { g.stop() }
+        _ = try await HTTP.get(originBase + "/__version?name=retried/seg1.ts&gone=1")
+        func prepare() throws -> LiveProcess {
+            let cli = try LiveProcess(Live.binary, ["prepare", originBase + "/vod/retried.m3u8?segments=2&size=1000", "--gateway", "http://127.0.0.1:\(port)", "--wait"])
+            _ = cli.waitForExit(timeout: .seconds(60))
+            return cli
+        }
+        let first = try prepare()
+        #expect(first.waitForExit(timeout: .zero) == 1 && first.stderr.contains("prepared 1 of 2 objects"), "\(first.stderr)")
+        _ = try await HTTP.get(originBase + "/__version?name=retried/seg1.ts&gone=0")
+        let second = try prepare()
+        #expect(second.waitForExit(timeout: .zero) == 0 && second.stderr.contains("prepared 2 of 2 objects"), "\(second.stderr)")
+        #expect(try await originStats("retried/seg1.ts")["full"] as? Int == 1)
+    }
+
     /// A playlist at a path without an extension is prepared as a playlist (the origin's
     /// answer tells), not kept as an object: it stays rewritten for each request.
     @Test func prepareOfAPlaylistWithoutAnExtensionQueuesItsSegments() async throws {

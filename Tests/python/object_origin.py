@@ -45,9 +45,9 @@ Endpoints:
                      timeline says where the live edge is)
   /peer/v1/...       a lying peer: any piece request is answered 200 with 65536 bytes of garbage
   /slow/peer/v1/...  the same at 10 KB/s (a peer on a bad link)
-  /__version         ?name=NAME[&bump=1][&gone=1]: bump NAME's version if asked, or have NAME
-                     answer 404 from now on (removed from the origin); answer
-                     {"name", "version"}
+  /__version         ?name=NAME[&bump=1][&gone=1|0]: bump NAME's version if asked, or have NAME
+                     answer 404 from now on (removed from the origin), or again as before;
+                     answer {"name", "version"}
   /__stats           ?name=NAME: {"requests", "full" (200s with a body), "ranges" (Range
                      header per request, "" for none), "if_range" (If-Range values received),
                      "bytes_sent", "inflight", "max_inflight"} for /obj/ and /redirect/
@@ -362,6 +362,8 @@ class Handler(BaseHTTPRequestHandler):
                 obj(name)["version"] += 1
             if self.query.get("gone") == "1":
                 obj(name)["gone"] = True
+            elif self.query.get("gone") == "0":
+                obj(name).pop("gone", None)
             version = OBJECTS[name]["version"] if name in OBJECTS else 1
         self.answer_json({"name": name, "version": version})
 

@@ -274,7 +274,7 @@ public final class SwarmNode: Sendable {
             return []
         }
         let due = whole ? refs : readAhead.plan(refs)
-        if !due.isEmpty { prepareQueue.enqueue(due.map { ($0.key, $0.url) }, urgent: false) }
+        if !due.isEmpty { prepareQueue.enqueue(due.map { ($0.key, $0.url) }, urgent: false, retry: whole) }
         return whole ? refs : readAhead.handedOut(refs)
     }
 

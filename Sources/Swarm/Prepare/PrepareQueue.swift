@@ -113,21 +113,23 @@ public final class PrepareQueue: Service, Sendable {
     // MARK: requests
 
     /// Queues `key` for preparation from `url`, unless it is ready, queued or running already.
-    /// `urgent` moves it before read-ahead jobs. Returns the job.
+    /// `urgent` moves it before read-ahead jobs. `retry` (an operator's prepare) queues a job
+    /// that failed or was cancelled again, as `urgent` does, without moving it up. Returns the
+    /// job.
     @discardableResult
-    public func enqueue(_ key: ObjectKey, url: String, urgent: Bool) -> PrepareJob {
-        enqueue([(key, url)], urgent: urgent)[0]
+    public func enqueue(_ key: ObjectKey, url: String, urgent: Bool, retry: Bool = false) -> PrepareJob {
+        enqueue([(key, url)], urgent: urgent, retry: retry)[0]
     }
 
     /// Queues each of `objects` in order, as `enqueue(_:url:urgent:)` does one, with one write
     /// to the storage for them all (a playlist's read-ahead is thousands of objects at times).
     @discardableResult
-    public func enqueue(_ objects: [(key: ObjectKey, url: String)], urgent: Bool) -> [PrepareJob] {
+    public func enqueue(_ objects: [(key: ObjectKey, url: String)], urgent: Bool, retry: Bool = false) -> [PrepareJob] {
         let (jobs, changed) = state.withLock { s -> ([PrepareJob], [PrepareJob]) in
             var jobs: [PrepareJob] = []
             var changed: [PrepareJob] = []
             for (key, url) in objects {
-                let (job, didChange) = Self.enqueue(key, url: url, urgent: urgent, &s, registry: registry, pieceSize: pieceSize)
+                let (job, didChange) = Self.enqueue(key, url: url, urgent: urgent, retry: retry, &s, registry: registry, pieceSize: pieceSize)
                 jobs.append(job)
                 if didChange {
                     if s.running[job.id] == nil { s.heads[job.id] = nil }
@@ -146,7 +148,7 @@ public final class PrepareQueue: Service, Sendable {
 
     /// One object's part of `enqueue`: its job, and whether it changed.
     private static func enqueue(
-        _ key: ObjectKey, url: String, urgent: Bool, _ s: inout State, registry: ChecksumRegistry, pieceSize: Int
+        _ key: ObjectKey, url: String, urgent: Bool, retry: Bool, _ s: inout State, registry: ChecksumRegistry, pieceSize: Int
     ) -> (PrepareJob, Bool) {
         if var job = s.jobs[key.id.prefixID] {
             switch job.state {
@@ -159,8 +161,9 @@ public final class PrepareQueue: Service, Sendable {
                 return (job, job.state == .queued)
             case .done where registry.checksums(key) != nil:
                 return (job, false)
-            case .failed where !urgent, .cancelled where !urgent:
-                // Read-ahead does not retry what failed or was cancelled; a player's request does.
+            case .failed where !urgent && !retry, .cancelled where !urgent && !retry:
+                // Read-ahead does not retry what failed or was cancelled; a player's request
+                // does, and so does an operator's prepare.
                 return (job, false)
             case .failed where s.uncacheable[job.id].map({ ContinuousClock.now - $0 < uncacheableRetry }) ?? false:
                 // Not even a player's, for a while: each would cost the origin a request, and

@@ -38,8 +38,9 @@ struct PrepareCommand: AsyncParsableCommand {
         try await Self.follow(objects, at: jobsURL + "/status", client: jobsClient)
     }
 
-    /// Asks `statusURL` (`POST /jobs/status`) how the `objects` stand until none is queued or
-    /// running, then reports. Gives up (exit 1) when the answer has been an error, or every
+    /// Asks `statusURL` (`POST /jobs/status`) how the `objects` stand until none has been
+    /// queued or running for a second (a tracker may not have had the node's prepare yet, and
+    /// show an object's earlier failed job before it queues it again), then reports. Gives up (exit 1) when the answer has been an error, or every
     /// object left unknown there (never queued), for `patience` on end.
     static func follow(_ objects: [String], at statusURL: String, client: OriginClientAdapter, patience: Duration = .seconds(30)) async throws {
         let ask = try JSONSerialization.data(withJSONObject: ["ids": objects])
@@ -47,6 +48,7 @@ struct PrepareCommand: AsyncParsableCommand {
         var last: [String: Int] = [:]
         var since = ContinuousClock.now
         var problem = ""
+        var settled: ContinuousClock.Instant?
         while true {
             let counts: [String: Int]?
             do {
@@ -60,7 +62,8 @@ struct PrepareCommand: AsyncParsableCommand {
             if let counts {
                 func n(_ state: String) -> Int { counts[state] ?? 0 }
                 let open = n("queued") + n("running") + n("paused") + n("unknown")
-                if open == 0 {
+                if open > 0 { settled = nil } else if settled == nil { settled = ContinuousClock.now }
+                if let settled, ContinuousClock.now - settled >= .seconds(1) {
                     FileHandle.standardError.write(Data("prepared \(n("done")) of \(objects.count) objects\n".utf8))
                     if n("failed") + n("cancelled") > 0 { throw ExitCode(1) }
                     return
