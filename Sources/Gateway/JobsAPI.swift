@@ -72,22 +72,26 @@ extension GatewayResponder {
             throw GatewayFailure(.serviceUnavailable, "the tracker, whose registry prepares for this node, is away; try again")
         }
         var answer: [(String, JSONBody.Value)] = [("xresid", .string(proxy.xresid.value))]
-        let objects: [String]
+        var refs: [ObjectRef]
         var job: PrepareJob?
         switch try await manifestFormat(proxy) {
-        case .hls?:
-            objects = try await preparePlaylist(proxy, depth: 0)
-        case .dash?:
-            objects = try await prepareMPD(proxy)
-        case nil:
-            let key = Self.objectKey(proxy)
-            if node.link != nil {
-                node.prepareAhead([ObjectRef(key: key, url: proxy.origin.string)], whole: true)
-            } else {
-                job = node.prepareQueue.enqueue(key, url: proxy.origin.string, urgent: true)
-            }
-            objects = [key.id]
+        case .hls?: refs = try await preparePlaylist(proxy, depth: 0)
+        case .dash?: refs = try await prepareMPD(proxy)
+        case nil: refs = [ObjectRef(key: Self.objectKey(proxy), url: proxy.origin.string)]
         }
+        var seen = Set<String>()
+        refs = refs.filter { seen.insert($0.key.id).inserted }
+        if refs.count == 1, node.link == nil {
+            // One object on this gateway: queued before the players' read-ahead, as they would.
+            job = node.prepareQueue.enqueue(refs[0].key, url: refs[0].url, urgent: true)
+        } else {
+            // On a node, answered once the tracker has queued them: what --wait then asks for
+            // is the tracker's view after this prepare, not before.
+            guard await node.prepareWhole(refs) else {
+                throw GatewayFailure(.serviceUnavailable, "the tracker, whose registry prepares for this node, did not take the prepare; try again")
+            }
+        }
+        let objects = refs.map(\.key.id)
         answer.append(("queued", .int(objects.count)))
         if let job { answer.append(("job", .object(Self.fields(job)))) }
         if let jobs = node.link.flatMap({ Self.jobsURL(ofTracker: $0.configuration.url) }) { answer.append(("jobs", .string(jobs))) }
@@ -102,32 +106,53 @@ extension GatewayResponder {
         guard proxy.virtualHost == .hls, !proxy.isKey else { return nil }
         let path = proxy.origin.path.lowercased()
         if let format = ManifestFormat.detect(body: [UInt8](), path: path) { return format }
-        guard !Self.hasMediaExtension(path) else { return nil }
+        // A media extension, or an object kept already: no need to ask.
+        guard !Self.hasMediaExtension(path), node.registry.entry(Self.objectKey(proxy)) == nil else { return nil }
         let answer: OriginAnswer
-        do { answer = try await origin.fetch(OriginFetch(url: proxy.origin.string)) } catch { throw error.failure }
-        guard answer.status == 200 else { return nil }  // the object's preparation reports it
+        do { answer = try await origin.fetch(OriginFetch(url: proxy.origin.string, range: "bytes=0-4095")) } catch { throw error.failure }
+        guard answer.status == 200 || answer.status == 206 else { return nil }  // the object's preparation reports it
         let first: [UInt8]
         do { first = try await ChunkIterator(answer.body).next() ?? [] } catch { return nil }
         return ManifestFormat.detect(body: first, contentType: answer.header("content-type"))
     }
 
     /// `POST /jobs/status` with `{"ids": [object id, ...]}` (the `objects` of a `/prepare`
-    /// answer): how many of them are in each job state. An object without a job (never
-    /// queued here, or its job finished long ago and left the list) counts as `done` when its
-    /// checksums are ready, else as `unknown` (a tracker has not had the node's prepare yet).
+    /// answer, `maxStatusIDs` at most): how many of them are in each job state. `done` is a
+    /// done job's or a job-less object's whose checksums are ready (its job may have left the
+    /// list long ago); a done job's whose checksums were dropped since counts as `queued` (a
+    /// prepare starts it over). An object without a job or checksums is `unknown`.
     func jobsStatus(_ request: Request) async throws(GatewayFailure) -> Response {
         let data: ByteBuffer
-        do { data = try await request.body.collect(upTo: 16 << 20) } catch { throw GatewayFailure(.badRequest, "body over 16 MiB") }
-        guard let json = try? JSONSerialization.jsonObject(with: Data(data.readableBytesView)) as? [String: Any], let ids = json["ids"] as? [String] else {
-            throw GatewayFailure(.badRequest, "body must be {\"ids\": [...]}")
+        do { data = try await request.body.collect(upTo: Self.maxStatusIDs * 70 + 1024) } catch {
+            throw GatewayFailure(.badRequest, "more than \(Self.maxStatusIDs) ids")
         }
+        guard let json = try? JSONSerialization.jsonObject(with: Data(data.readableBytesView)) as? [String: Any], let ids = json["ids"] as? [String],
+            ids.count <= Self.maxStatusIDs, ids.allSatisfy(Self.isObjectID)
+        else {
+            throw GatewayFailure(.badRequest, "body must be {\"ids\": [object id, ...]}, \(Self.maxStatusIDs) at most")
+        }
+        let states = node.prepareQueue.states(ofObjects: ids)
+        let ready = node.registry.readyIDs(ids)
         var counts: [String: Int] = [:]
-        for id in ids {
-            let state = node.prepareQueue.job(String(id.prefix(16)))?.state.rawValue ?? (node.registry.ready(id: id) != nil ? "done" : "unknown")
-            counts[state, default: 0] += 1
+        for (id, state) in zip(ids, states) {
+            let name: String
+            switch state {
+            case .done?: name = ready.contains(id) ? "done" : "queued"
+            case let other?: name = other.rawValue
+            case nil: name = ready.contains(id) ? "done" : "unknown"
+            }
+            counts[name, default: 0] += 1
         }
-        let states = ["queued", "running", "paused", "done", "failed", "cancelled", "unknown"]
-        return JSONBody.response(states.map { ($0, .int(counts[$0] ?? 0)) })
+        let names = ["queued", "running", "paused", "done", "failed", "cancelled", "unknown"]
+        return JSONBody.response(names.map { ($0, .int(counts[$0] ?? 0)) })
+    }
+
+    /// The most ids one `/jobs/status` takes.
+    static let maxStatusIDs = 50_000
+
+    /// An object id: 64 lowercase hex digits.
+    static func isObjectID(_ s: String) -> Bool {
+        s.utf8.count == 64 && s.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
     }
 
     /// The tracker's `/jobs`, on the host and port of its signalling URL
@@ -141,9 +166,9 @@ extension GatewayResponder {
         return parts.string
     }
 
-    /// Fetches and rewrites an HLS playlist so that its objects are queued; a master's variant
-    /// and rendition playlists are fetched in turn. Returns the ids of the objects it listed.
-    func preparePlaylist(_ proxy: ProxyURL, depth: Int) async throws(GatewayFailure) -> [String] {
+    /// Fetches and rewrites an HLS playlist for the objects it lists; a master's variant and
+    /// rendition playlists are fetched in turn.
+    func preparePlaylist(_ proxy: ProxyURL, depth: Int) async throws(GatewayFailure) -> [ObjectRef] {
         let answer: OriginAnswer
         do { answer = try await origin.fetch(OriginFetch(url: proxy.origin.string)) } catch { throw error.failure }
         guard answer.status == 200 else { throw GatewayFailure(.badGateway, "origin answered \(answer.status) for the playlist") }
@@ -157,7 +182,7 @@ extension GatewayResponder {
         if result.kind == .master {
             if !result.variables.isEmpty { variables.set(proxy.xresid.value, result.variables) }
             guard depth == 0 else { return [] }
-            var total: [String] = []
+            var total: [ObjectRef] = []
             var seen = Set<String>()
             for ref in result.references where [.variant, .rendition, .iFrameVariant].contains(ref.role) {
                 let url = configuration.inheritQuery.applied(to: ref.origin, parentQuery: proxy.origin.query)
@@ -168,14 +193,12 @@ extension GatewayResponder {
         }
         let objects = mediaObjects(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query)
         // With a tracker, its registry prepares them (and seeds the swarm); else this node's.
-        node.prepareAhead(objects.map { ObjectRef(key: $0.key, url: $0.url, duration: $0.duration) }, whole: true)
-        return objects.map(\.key.id)
+        return objects.map { ObjectRef(key: $0.key, url: $0.url, duration: $0.duration) }
     }
 
-    /// Fetches and rewrites an MPD so that the segments of all its Representations (each
-    /// initialization first) are queued; a dynamic MPD's as they stand now, at the origin's
-    /// live edge. Returns the ids of the objects it listed.
-    func prepareMPD(_ proxy: ProxyURL) async throws(GatewayFailure) -> [String] {
+    /// Fetches and rewrites an MPD for the segments of all its Representations (each
+    /// initialization first); a dynamic MPD's as they stand now, at the origin's live edge.
+    func prepareMPD(_ proxy: ProxyURL) async throws(GatewayFailure) -> [ObjectRef] {
         let answer: OriginAnswer
         do { answer = try await origin.fetch(OriginFetch(url: proxy.origin.string)) } catch { throw error.failure }
         guard answer.status == 200 else { throw GatewayFailure(.badGateway, "origin answered \(answer.status) for the MPD") }
@@ -186,16 +209,10 @@ extension GatewayResponder {
         do { rewrite = try rewriteDASH(body, url: effective, xresid: proxy.xresid, collectSegments: true, now: now) } catch {
             throw GatewayFailure(.badGateway, "the MPD cannot be read: \(error)")
         }
-        var objects: [ObjectRef] = []
-        var seen = Set<String>()
-        for list in rewrite.segments {
+        return rewrite.segments.flatMap { list in
             let items = list.segments.lazy.compactMap { s in (try? OriginURL(s.url)).map { (origin: $0, duration: s.duration) } }
-            for o in listedObjects(items, xresid: proxy.xresid, listQuery: proxy.origin.query) where seen.insert(o.key.id).inserted {
-                objects.append(ObjectRef(key: o.key, url: o.url, duration: o.duration))
-            }
+            return listedObjects(items, xresid: proxy.xresid, listQuery: proxy.origin.query).map { ObjectRef(key: $0.key, url: $0.url, duration: $0.duration) }
         }
-        node.prepareAhead(objects, whole: true)
-        return objects.map(\.key.id)
     }
 
     /// A proxy URL for `url`: this gateway's proxy URL as it stands, or an origin URL under

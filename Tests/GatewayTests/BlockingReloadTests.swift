@@ -22,15 +22,15 @@ struct BlockingReloadTests {
         let answered = Answered()
         // Released at the end, or on the way out of a failure: each waits there until then.
         func release() async { _ = try? await HTTP.get("http://\(host)/__release?key=parked") }
-        do {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for k in 0..<renditions {
-                    group.addTask {
-                        let r = try await HTTP.get("\(base)/live/parked\(k).m3u8?segments=6&first=3&parts=1&hold=parked&_HLS_msn=9")
-                        #expect(r.status == 200 && r.text.contains("#EXT-X-PART:"), "\(r.status) \(r.text)")
-                        answered.count.withLock { $0 += 1 }
-                    }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for k in 0..<renditions {
+                group.addTask {
+                    let r = try await HTTP.get("\(base)/live/parked\(k).m3u8?segments=6&first=3&parts=1&hold=parked&_HLS_msn=9")
+                    #expect(r.status == 200 && r.text.contains("#EXT-X-PART:"), "\(r.status) \(r.text)")
+                    answered.count.withLock { $0 += 1 }
                 }
+            }
+            do {
                 // The origin keeps each playlist request's query as it arrives, before it blocks.
                 func parked() async throws -> Int {
                     var n = 0
@@ -51,12 +51,12 @@ struct BlockingReloadTests {
                 let vod = try await HTTP.get("\(base)/vod/beside-parked.m3u8?segments=2")
                 #expect(vod.status == 200 && vod.text.contains("xresid="), "\(vod.status) \(vod.text)")
                 #expect(answered.count.withLock { $0 } == 0, "the playlist was answered after a parked reload")
+            } catch {
                 await release()
-                try await group.waitForAll()
+                throw error
             }
-        } catch {
             await release()
-            throw error
+            try await group.waitForAll()
         }
         #expect(answered.count.withLock { $0 } == renditions)
     }

@@ -12,7 +12,7 @@ struct PrepareMessageTests {
         }
     }
 
-    func decoded(_ messages: [(json: String, count: Int)]) -> [[ObjectRef]] {
+    func decoded(_ messages: [(message: SwarmMessage, json: String, count: Int)]) -> [[ObjectRef]] {
         messages.map { SwarmMessage(json: $0.json)?.refs ?? [] }
     }
 

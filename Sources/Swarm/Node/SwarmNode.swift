@@ -267,15 +267,27 @@ public final class SwarmNode: Sendable {
     ///
     /// Returns those of `refs` that this node's registry prepares or has prepared for read-ahead
     /// (all of them when `whole`; none when the tracker's registry does the work).
+    /// `retry` (an operator's prepare, on the tracker for a node's): what failed or was
+    /// cancelled is queued again.
     @discardableResult
-    public func prepareAhead(_ refs: [ObjectRef], whole: Bool = false) -> [ObjectRef] {
+    public func prepareAhead(_ refs: [ObjectRef], whole: Bool = false, retry: Bool = false) -> [ObjectRef] {
         if let link {
             Task { await link.prepare(refs, whole: whole) }
             return []
         }
         let due = whole ? refs : readAhead.plan(refs)
-        if !due.isEmpty { prepareQueue.enqueue(due.map { ($0.key, $0.url) }, urgent: false, retry: whole) }
+        if !due.isEmpty { prepareQueue.enqueue(due.map { ($0.key, $0.url) }, urgent: false, retry: retry) }
         return whole ? refs : readAhead.handedOut(refs)
+    }
+
+    /// An operator's prepare (`swarmgate prepare`): every one of `refs` now, and what failed
+    /// or was cancelled again; at the tracker's registry when the node has one, once the
+    /// tracker has queued them. False when the tracker is away or did not take them in time.
+    public func prepareWhole(_ refs: [ObjectRef]) async -> Bool {
+        guard !refs.isEmpty else { return true }
+        if let link { return await link.prepareQueued(refs) }
+        prepareQueue.enqueue(refs.map { ($0.key, $0.url) }, urgent: false, retry: true)
+        return true
     }
 
     /// Players reached these objects (this node's, or the swarm's as nodes ask for them and

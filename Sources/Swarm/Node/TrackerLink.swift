@@ -173,7 +173,7 @@ public final class TrackerLink: Service, Sendable {
             if let id = m.object, let copy = m.copy, let handler = state.withLock({ $0.dropped }) { handler(id, copy) }
             return
         }
-        guard m.type == "peers" || m.type == "sums", let rid = m.rid else { return }
+        guard m.type == "peers" || m.type == "sums" || m.type == "prepared", let rid = m.rid else { return }
         let waiter = state.withLock { $0.waiting.removeValue(forKey: rid) }
         waiter?.resume(returning: m)
     }
@@ -252,6 +252,16 @@ public final class TrackerLink: Service, Sendable {
         for m in messages {
             do { try await send(m.json) } catch { return }
         }
+    }
+
+    /// An operator's prepare (`swarmgate prepare`): every object now, and what failed or was
+    /// cancelled again. Each message is answered (`prepared`) once the tracker has queued its
+    /// objects; false when the tracker is away or did not answer one within `timeout`.
+    public func prepareQueued(_ refs: [ObjectRef], timeout: Duration = .seconds(30)) async -> Bool {
+        for m in SwarmMessage.prepares(refs, whole: true, retry: true) {
+            guard await request(m.message, timeout: timeout)?.type == "prepared" else { return false }
+        }
+        return true
     }
 
     /// Peers holding `object`, best first; empty when the tracker is away or slow.

@@ -325,6 +325,12 @@ public final class PrepareQueue: Service, Sendable {
 
     public func job(_ id: String) -> PrepareJob? { state.withLock { $0.jobs[id] } }
 
+    /// The state of the job of each object in `ids` (object ids), looked up together; nil
+    /// where there is none.
+    public func states(ofObjects ids: [String]) -> [PrepareJob.State?] {
+        state.withLock { s in ids.map { id in s.jobs[id.prefixID].flatMap { $0.key.id == id ? $0.state : nil } } }
+    }
+
     /// Pauses a queued or running job (a running one stops after its current piece and keeps
     /// its progress). Returns the job, or nil when there is no such job.
     public func pause(_ id: String) -> PrepareJob? {

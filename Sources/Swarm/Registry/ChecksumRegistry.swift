@@ -36,6 +36,11 @@ public final class ChecksumRegistry: Sendable {
         entries.withLock { e in e[id].flatMap { entry in entry.state == .ready ? entry.checksums.map { (entry, $0) } : nil } }
     }
 
+    /// Which of `ids` are ready, looked up together.
+    public func readyIDs(_ ids: [String]) -> Set<String> {
+        entries.withLock { e in Set(ids.filter { id in e[id].map { $0.state == .ready && $0.checksums != nil } ?? false }) }
+    }
+
     /// The checksums of `key`, when it is ready.
     public func checksums(_ key: ObjectKey) -> PieceChecksums? { ready(key)?.checksums }
 

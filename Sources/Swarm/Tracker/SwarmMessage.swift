@@ -47,6 +47,8 @@ public struct SwarmMessage: Codable, Sendable, Equatable {
     /// A `prepare` of every object now (`swarmgate prepare`), not read-ahead from a playlist;
     /// a `have` of everything the node holds (its login's), not of objects just stored.
     public var whole: Bool?
+    /// A `prepare` of an operator's: what failed or was cancelled is queued again.
+    public var retry: Bool?
     public var answer: ChecksumAnswer?
     /// Objects' checksums in one unasked `sums`.
     public var items: [SwarmMessage]?
@@ -79,9 +81,9 @@ public struct SwarmMessage: Codable, Sendable, Equatable {
     /// `maxTrackerMessageSize` bytes: all of them in turn if `whole`, else (read-ahead, which
     /// knows a playlist by its first and last object and their count) the first message's
     /// alone, the same for every read of the playlist. An object too large for any message is
-    /// left out. Each message comes with how many objects it carries.
-    public static func prepares(_ refs: [ObjectRef], whole: Bool) -> [(json: String, count: Int)] {
-        var out: [(json: String, count: Int)] = []
+    /// left out. Each message comes with its text and how many objects it carries.
+    public static func prepares(_ refs: [ObjectRef], whole: Bool, retry: Bool = false) -> [(message: SwarmMessage, json: String, count: Int)] {
+        var out: [(message: SwarmMessage, json: String, count: Int)] = []
         var rest = refs[...]
         while !rest.isEmpty {
             var n = min(rest.count, maxPrepareRefs)
@@ -89,10 +91,11 @@ public struct SwarmMessage: Codable, Sendable, Equatable {
                 var m = SwarmMessage(type: "prepare")
                 m.refs = Array(rest.prefix(n))
                 if whole { m.whole = true }
+                if retry { m.retry = true }
                 let json = m.json
                 let size = json.utf8.count
                 if size <= maxTrackerMessageSize {
-                    out.append((json, n))
+                    out.append((m, json, n))
                     break
                 }
                 guard n > 1 else { break }

@@ -127,6 +127,12 @@ public final class SwarmTracker: Sendable {
         Task.detached(priority: .utility) {
             for await m in prepares where self.state.withLock({ $0.sessions[peer]?.connection == connection }) {
                 self.prepare(m, from: peer)
+                // An operator's prepare waits for this: its objects are queued now.
+                if let rid = m.rid {
+                    var done = SwarmMessage(type: "prepared")
+                    done.rid = rid
+                    try? await send(done.json)
+                }
             }
         }
         defer { queue.finish() }
@@ -244,7 +250,7 @@ public final class SwarmTracker: Sendable {
     private func prepare(_ m: SwarmMessage, from peer: String) {
         guard let host, let refs = m.refs, !refs.isEmpty else { return }
         let ahead = Array(refs.prefix(SwarmMessage.maxPrepareRefs))
-        let preparing = Set(host.prepare(ahead, whole: m.whole ?? false).map(\.key.id))
+        let preparing = Set(host.prepare(ahead, whole: m.whole ?? false, retry: m.retry ?? false).map(\.key.id))
         watch(Array(ahead.prefix(Self.pushAhead)), preparing: preparing, for: peer, host: host)
     }
 
@@ -563,6 +569,9 @@ public protocol TrackerHost: Sendable {
     /// the read-ahead window, or every one if `whole`. Returns those of `refs` being prepared
     /// or prepared for it.
     func prepare(_ refs: [ObjectRef], whole: Bool) -> [ObjectRef]
+    /// The same, for an operator's prepare if `retry`: what failed or was cancelled is queued
+    /// again.
+    func prepare(_ refs: [ObjectRef], whole: Bool, retry: Bool) -> [ObjectRef]
     /// Players of the swarm reached these objects (nodes asked for them, wanted or announced
     /// them): read-ahead moves on. Returns the objects it now prepares; those of a playlist not
     /// known yet are remembered for its plan if `remember`.
@@ -578,6 +587,11 @@ public protocol TrackerHost: Sendable {
     func audit(_ objectID: String, piece: Int, holderURL: String, requester: String, token: String) async -> AuditVerdict
     /// Whether piece `piece` of object `objectID` can be audited: its checksums are ready here.
     func auditable(_ objectID: String, piece: Int) -> Bool
+}
+
+extension TrackerHost {
+    /// A host that does not tell operators' prepares apart.
+    public func prepare(_ refs: [ObjectRef], whole: Bool, retry: Bool) -> [ObjectRef] { prepare(refs, whole: whole) }
 }
 
 /// What asking a reported peer for the piece again showed.

@@ -31,6 +31,10 @@ struct PrepareCommand: AsyncParsableCommand {
         print(String(decoding: status == 202 ? shown ?? body : body, as: UTF8.self))
         guard status == 202 else { throw ExitCode(1) }
         guard wait else { return }
+        guard objects.count == answer["queued"] as? Int ?? 0 else {
+            FileHandle.standardError.write(Data("swarmgate prepare: the gateway does not name the objects it queued; --wait needs a gateway of this version\n".utf8))
+            throw ExitCode(1)
+        }
         // A node in a swarm names its tracker's list, where the tracker's registry has them.
         let jobsURL = answer["jobs"] as? String ?? base + "/jobs"
         let jobsClient = jobsURL.hasPrefix(base + "/") ? client : try Self.client(for: [jobsURL])
@@ -38,26 +42,32 @@ struct PrepareCommand: AsyncParsableCommand {
         try await Self.follow(objects, at: jobsURL + "/status", client: jobsClient)
     }
 
-    /// Asks `statusURL` (`POST /jobs/status`) how the `objects` stand until none has been
-    /// queued or running for a second (a tracker may not have had the node's prepare yet, and
-    /// show an object's earlier failed job before it queues it again), then reports. Gives up (exit 1) when the answer has been an error, or every
-    /// object left unknown there (never queued), for `patience` on end.
+    /// Asks `statusURL` (`POST /jobs/status`, `statusBatch` ids at a time) how the `objects`
+    /// stand until none has been queued or running for a second, then reports. Gives up (exit
+    /// 1) when, for `patience` on end, the answer has been an error, or nothing moved while no
+    /// job ran (objects never queued there, paused, or left waiting).
     static func follow(_ objects: [String], at statusURL: String, client: OriginClientAdapter, patience: Duration = .seconds(30)) async throws {
-        let ask = try JSONSerialization.data(withJSONObject: ["ids": objects])
+        let asks = try stride(from: 0, to: objects.count, by: statusBatch).map { i in
+            try JSONSerialization.data(withJSONObject: ["ids": Array(objects[i..<min(i + statusBatch, objects.count)])])
+        }
         let every = Duration.milliseconds(max(250, objects.count / 10))
         var last: [String: Int] = [:]
         var since = ContinuousClock.now
         var problem = ""
         var settled: ContinuousClock.Instant?
         while true {
-            let counts: [String: Int]?
-            do {
-                let (code, reply) = try await Self.exchange(client, statusURL, method: .post, body: ask)
-                counts = code == 200 ? (try? JSONSerialization.jsonObject(with: reply) as? [String: Int]) : nil
-                if counts == nil { problem = "answered \(code)" }
-            } catch {
-                counts = nil
-                problem = "\(error)"
+            var counts: [String: Int]? = [:]
+            for ask in asks where counts != nil {
+                do {
+                    let (code, reply) = try await Self.exchange(client, statusURL, method: .post, body: ask)
+                    if code == 200, let part = try? JSONSerialization.jsonObject(with: reply) as? [String: Int] {
+                        counts?.merge(part, uniquingKeysWith: +)
+                    } else {
+                        (counts, problem) = (nil, "answered \(code)")
+                    }
+                } catch {
+                    (counts, problem) = (nil, "\(error)")
+                }
             }
             if let counts {
                 func n(_ state: String) -> Int { counts[state] ?? 0 }
@@ -68,9 +78,9 @@ struct PrepareCommand: AsyncParsableCommand {
                     if n("failed") + n("cancelled") > 0 { throw ExitCode(1) }
                     return
                 }
-                // Progress, or a job under way (a large object takes long), is patience renewed.
-                if counts != last || n("unknown") < open { (last, since) = (counts, ContinuousClock.now) }
-                problem = "\(n("unknown")) of the \(objects.count) objects were never queued there"
+                // Progress, or a job under way (a large object takes long), renews patience.
+                if counts != last || n("running") > 0 { (last, since) = (counts, ContinuousClock.now) }
+                problem = "nothing moved: \(n("queued")) queued, \(n("paused")) paused, \(n("unknown")) never queued there, of \(objects.count)"
             }
             guard ContinuousClock.now - since < patience else {
                 FileHandle.standardError.write(Data("swarmgate prepare: \(statusURL): \(problem)\n".utf8))
@@ -79,6 +89,9 @@ struct PrepareCommand: AsyncParsableCommand {
             try await Task.sleep(for: every)
         }
     }
+
+    /// The ids one status request carries (a gateway takes 50,000).
+    static let statusBatch = 20_000
 
     /// One call to the gateway's API through `client`: (status, body).
     static func exchange(_ client: OriginClientAdapter, _ url: String, method: OriginRequest.Method, body: Data?) async throws(OriginError) -> (Int, Data) {
