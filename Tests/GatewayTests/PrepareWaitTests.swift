@@ -1,0 +1,27 @@
+import Foundation
+import Testing
+
+/// `swarmgate prepare --wait` against a gateway whose job does not move: it gives up, and
+/// says why, rather than wait for ever. (Its other outcomes are in PieceCacheTests and
+/// SwarmTransferTests.) A suite of its own: the wait takes 30 s, beside the others.
+@Suite("prepare --wait")
+struct PrepareWaitTests {
+    @Test func aPausedJobEndsTheWaitAfterThirtySecondsWithoutMovement() async throws {
+        let (origin, originPort) = try Live.objectOrigin()
+        defer { origin.stop() }
+        let (g, port) = try Live.gateway(["--allow-origin", "127.0.0.1:\(originPort)", "--piece-size", "64KiB"])
+        defer { g.stop() }
+        let gateway = "http://127.0.0.1:\(port)"
+        // A slow object (200 s at its rate), paused by the operator once it has begun.
+        let slow = "http://127.0.0.1:\(originPort)/obj/paused-wait.ts?size=2000000&throttle=10000"
+        let posted = try await HTTP.post("\(gateway)/prepare", json: "{\"url\":\"\(slow)\"}")
+        let job = try #require((try JSONSerialization.jsonObject(with: posted.body) as? [String: Any])?["job"] as? [String: Any])
+        let id = try #require(job["id"] as? String)
+        #expect(try await HTTP.post("\(gateway)/jobs/\(id)/pause", json: "").text.contains("\"state\":\"paused\""))
+        let started = ContinuousClock.now
+        let cli = try LiveProcess(Live.binary, ["prepare", slow, "--gateway", gateway, "--wait"])
+        #expect(cli.waitForExit(timeout: .seconds(90)) == 1, "\(cli.stderr)")
+        #expect(cli.stderr.contains("nothing moved: 0 queued, 1 paused"), "\(cli.stderr)")
+        #expect(ContinuousClock.now - started >= .seconds(30))
+    }
+}
