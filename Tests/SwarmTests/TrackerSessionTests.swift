@@ -263,6 +263,30 @@ struct TrackerSessionTests {
         c.feed.finish()
     }
 
+    /// Nor past `maxQueuedPrepareObjects` objects, however few the messages (each may hold
+    /// 4 MiB of them): a connection's backlog stays bounded in memory.
+    @Test func aConnectionsPreparesBeyondItsObjectBoundAreDropped() async throws {
+        let host = StalledHost()
+        let tracker = SwarmTracker(appID: "app", secret: Self.secret, host: host, logger: Logger(label: "test"))
+        let (c, _) = try await open(tracker, peer: "bulk")
+        let perMessage = 5_000
+        let messages = SwarmTracker.maxQueuedPrepareObjects / perMessage + 10
+        for i in 0..<messages {
+            var prepare = SwarmMessage(type: "prepare")
+            prepare.refs = (0..<perMessage).map { Self.ref("b\(i)-\($0)") }
+            c.feed.yield(prepare.json)
+        }
+        c.feed.yield(SwarmMessage(type: "ping").json)
+        try await c.waitFor(2)
+        for _ in 0..<messages { host.release() }
+        let taken = SwarmTracker.maxQueuedPrepareObjects
+        let deadline = ContinuousClock.now + .seconds(20)
+        while host.prepared.withLock({ $0.count }) < taken && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(host.prepared.withLock { $0.count } == taken)
+        c.feed.finish()
+    }
+
     /// A tracker host whose audits wait until the test gives their verdict: an audit that
     /// takes a while, with the holder announcing and losing objects meanwhile (a real holder
     /// cannot be held mid-answer on demand).

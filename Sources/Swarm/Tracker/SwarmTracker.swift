@@ -121,11 +121,15 @@ public final class SwarmTracker: Sendable {
         // A long VOD's `prepare` is thousands of objects, and queuing them writes the registry
         // and the jobs (34 ms for 3,000 here). They are queued one after another off this
         // loop, so the messages the node sends next, its players' first `sums`, are not held;
-        // a node that sends them faster than they are queued has the excess dropped. Those
-        // still queued when the connection ends are not prepared.
+        // a node that sends them faster than they are queued has the excess dropped (past
+        // `maxQueuedPrepares` messages or `maxQueuedPrepareObjects` objects). Those still
+        // queued when the connection ends are not prepared.
         let (prepares, queue) = AsyncStream.makeStream(of: SwarmMessage.self, bufferingPolicy: .bufferingOldest(Self.maxQueuedPrepares))
+        let backlog = Backlog()
         Task.detached(priority: .utility) {
-            for await m in prepares where self.state.withLock({ $0.sessions[peer]?.connection == connection }) {
+            for await m in prepares {
+                defer { backlog.objects.withLock { $0 -= Self.objectsTaken(m) } }
+                guard self.state.withLock({ $0.sessions[peer]?.connection == connection }) else { continue }
                 self.prepare(m, from: peer)
                 // An operator's prepare waits for this: its objects are queued now.
                 if let rid = m.rid {
@@ -152,7 +156,16 @@ public final class SwarmTracker: Sendable {
             }
             guard let message = SwarmMessage(json: text) else { continue }
             if message.type == "prepare" {
-                if case .dropped = queue.yield(message) {
+                let objects = Self.objectsTaken(message)
+                let room = backlog.objects.withLock { queued in
+                    guard queued + objects <= Self.maxQueuedPrepareObjects else { return false }
+                    queued += objects
+                    return true
+                }
+                if !room {
+                    logger.warning("prepare dropped: too many objects queued", metadata: ["peer": "\(peer)", "objects": "\(objects)"])
+                } else if case .dropped = queue.yield(message) {
+                    backlog.objects.withLock { $0 -= objects }
                     logger.warning("prepare dropped: too many queued", metadata: ["peer": "\(peer)"])
                 }
                 continue
@@ -244,6 +257,17 @@ public final class SwarmTracker: Sendable {
 
     /// `prepare`s of one connection waiting to be queued, at most.
     static let maxQueuedPrepares = 64
+    /// Objects in the `prepare`s of one connection waiting to be queued, at most (a message
+    /// may hold 4 MiB of them).
+    public static let maxQueuedPrepareObjects = 100_000
+
+    /// The objects of a `prepare` that the tracker takes.
+    static func objectsTaken(_ m: SwarmMessage) -> Int { min(m.refs?.count ?? 0, SwarmMessage.maxPrepareRefs) }
+
+    /// The objects of one connection's `prepare`s waiting to be queued.
+    final class Backlog: Sendable {
+        let objects = Mutex(0)
+    }
 
     /// Queues the objects of a `prepare` for preparation, then watches the first of them for
     /// the node (`watch`).
