@@ -87,8 +87,8 @@ extension GatewayResponder {
         } else {
             // On a node, answered once the tracker has queued them: what --wait then asks for
             // is the tracker's view after this prepare, not before.
-            guard await node.prepareWhole(refs) else {
-                throw GatewayFailure(.serviceUnavailable, "the tracker, whose registry prepares for this node, did not take the prepare; try again")
+            if let refusal = await node.prepareWhole(refs) {
+                throw GatewayFailure(.serviceUnavailable, "the tracker, whose registry prepares for this node, did not take the prepare (\(refusal)); try again")
             }
         }
         let objects = refs.map(\.key.id)
@@ -121,10 +121,11 @@ extension GatewayResponder {
     /// done job's or a job-less object's whose checksums are ready (its job may have left the
     /// list long ago); a done job's whose checksums were dropped since counts as `queued` (a
     /// prepare starts it over). An object without a job or checksums is `unknown`.
+    /// `queueRunning` is how many jobs of any stream run now (those queued ahead of these).
     func jobsStatus(_ request: Request) async throws(GatewayFailure) -> Response {
         let data: ByteBuffer
-        do { data = try await request.body.collect(upTo: Self.maxStatusIDs * 70 + 1024) } catch {
-            throw GatewayFailure(.badRequest, "more than \(Self.maxStatusIDs) ids")
+        do { data = try await request.body.collect(upTo: Self.maxStatusBody) } catch {
+            throw GatewayFailure(.contentTooLarge, "body larger than \(Self.maxStatusBody) bytes")
         }
         guard let json = try? JSONSerialization.jsonObject(with: Data(data.readableBytesView)) as? [String: Any], let ids = json["ids"] as? [String],
             ids.count <= Self.maxStatusIDs, ids.allSatisfy(Self.isObjectID)
@@ -144,11 +145,13 @@ extension GatewayResponder {
             counts[name, default: 0] += 1
         }
         let names = ["queued", "running", "paused", "done", "failed", "cancelled", "unknown"]
-        return JSONBody.response(names.map { ($0, .int(counts[$0] ?? 0)) })
+        return JSONBody.response(names.map { ($0, .int(counts[$0] ?? 0)) } + [("queueRunning", .int(node.prepareQueue.runningCount))])
     }
 
     /// The most ids one `/jobs/status` takes.
     static let maxStatusIDs = 50_000
+    /// The largest `/jobs/status` body: room for `maxStatusIDs` ids, however the JSON is spaced.
+    static let maxStatusBody = maxStatusIDs * 128 + 4096
 
     /// An object id: 64 lowercase hex digits.
     static func isObjectID(_ s: String) -> Bool {

@@ -354,6 +354,15 @@ final class SwarmTransferTests {
         #expect(retried.waitForExit(timeout: .seconds(60)) == 0 && retried.stderr.contains("prepared 1 of 1"), "\(retried.stderr)")
         // Ids that are not object ids are refused.
         #expect(try await HTTP.post("\(gateway)/jobs/status", json: "{\"ids\":[\"\(String(ids[0].prefix(16)))\"]}").status == 400)
+        // 50,000 ids are taken however the JSON is spaced (pretty-printed, 3.6 MB); one more
+        // is refused, and so is a body no such list could fill.
+        func spaced(_ n: Int) -> String {
+            "{\n  \"ids\" : [\n" + (0..<n).map { "    \"\(String(format: "%064x", $0))\"" }.joined(separator: ",\n") + "\n  ]\n}"
+        }
+        let full = try await HTTP.post("\(gateway)/jobs/status", json: spaced(50_000))
+        #expect(full.status == 200 && full.text.contains("\"unknown\":50000"), "\(full.status) \(full.text.prefix(200))")
+        #expect(try await HTTP.post("\(gateway)/jobs/status", json: spaced(50_001)).status == 400)
+        #expect(try await HTTP.post("\(gateway)/jobs/status", json: spaced(50_000) + String(repeating: " ", count: 3 << 20)).status == 413)
     }
 
     /// A long VOD's objects reach the tracker however many they are: a read-ahead list over

@@ -264,26 +264,37 @@ struct TrackerSessionTests {
     }
 
     /// Nor past `maxQueuedPrepareObjects` objects, however few the messages (each may hold
-    /// 4 MiB of them): a connection's backlog stays bounded in memory.
+    /// 4 MiB of them): a connection's backlog stays bounded in memory. An operator's prepare
+    /// (one with a request id) that is dropped hears so at once; one taken hears so once its
+    /// objects are queued.
     @Test func aConnectionsPreparesBeyondItsObjectBoundAreDropped() async throws {
         let host = StalledHost()
         let tracker = SwarmTracker(appID: "app", secret: Self.secret, host: host, logger: Logger(label: "test"))
         let (c, _) = try await open(tracker, peer: "bulk")
         let perMessage = 5_000
-        let messages = SwarmTracker.maxQueuedPrepareObjects / perMessage + 10
+        let fitting = SwarmTracker.maxQueuedPrepareObjects / perMessage
+        let messages = fitting + 10
         for i in 0..<messages {
             var prepare = SwarmMessage(type: "prepare")
             prepare.refs = (0..<perMessage).map { Self.ref("b\(i)-\($0)") }
+            prepare.rid = i + 1
             c.feed.yield(prepare.json)
         }
         c.feed.yield(SwarmMessage(type: "ping").json)
-        try await c.waitFor(2)
+        // Welcome, pong and one busy answer per message past the bound, before any is queued.
+        try await c.waitFor(2 + 10)
+        let busy = c.sent.withLock { $0.filter { $0.type == "prepared" } }
+        #expect(busy.compactMap(\.rid).sorted() == Array((fitting + 1)...messages))
+        #expect(busy.allSatisfy { $0.reason == "too many objects queued" })
         for _ in 0..<messages { host.release() }
         let taken = SwarmTracker.maxQueuedPrepareObjects
         let deadline = ContinuousClock.now + .seconds(20)
         while host.prepared.withLock({ $0.count }) < taken && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        try await c.waitFor(2 + messages)
         try await Task.sleep(for: .milliseconds(100))
         #expect(host.prepared.withLock { $0.count } == taken)
+        let queued = c.sent.withLock { $0.filter { $0.type == "prepared" && $0.reason == nil } }
+        #expect(queued.compactMap(\.rid).sorted() == Array(1...fitting))
         c.feed.finish()
     }
 

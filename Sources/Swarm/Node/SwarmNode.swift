@@ -282,12 +282,13 @@ public final class SwarmNode: Sendable {
 
     /// An operator's prepare (`swarmgate prepare`): every one of `refs` now, and what failed
     /// or was cancelled again; at the tracker's registry when the node has one, once the
-    /// tracker has queued them. False when the tracker is away or did not take them in time.
-    public func prepareWhole(_ refs: [ObjectRef]) async -> Bool {
-        guard !refs.isEmpty else { return true }
+    /// tracker has queued them. Returns why they were not taken (the tracker away, busy or
+    /// silent); nil once they are queued.
+    public func prepareWhole(_ refs: [ObjectRef]) async -> String? {
+        guard !refs.isEmpty else { return nil }
         if let link { return await link.prepareQueued(refs) }
         prepareQueue.enqueue(refs.map { ($0.key, $0.url) }, urgent: false, retry: true)
-        return true
+        return nil
     }
 
     /// Players reached these objects (this node's, or the swarm's as nodes ask for them and

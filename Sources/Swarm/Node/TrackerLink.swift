@@ -256,12 +256,21 @@ public final class TrackerLink: Service, Sendable {
 
     /// An operator's prepare (`swarmgate prepare`): every object now, and what failed or was
     /// cancelled again. Each message is answered (`prepared`) once the tracker has queued its
-    /// objects; false when the tracker is away or did not answer one within `timeout`.
-    public func prepareQueued(_ refs: [ObjectRef], timeout: Duration = .seconds(30)) async -> Bool {
+    /// objects, or at once with a reason when it is too busy to. Returns why the prepare was
+    /// not taken (the tracker away, busy, or silent for `timeout` over all the messages); nil
+    /// when every object was queued.
+    public func prepareQueued(_ refs: [ObjectRef], timeout: Duration = .seconds(30)) async -> String? {
+        let deadline = ContinuousClock.now + timeout
         for m in SwarmMessage.prepares(refs, whole: true, retry: true) {
-            guard await request(m.message, timeout: timeout)?.type == "prepared" else { return false }
+            let left = deadline - .now
+            guard left > .zero, !Task.isCancelled else { return "the tracker did not take it within \(timeout)" }
+            guard let reply = await request(m.message, timeout: left) else {
+                return isConnected ? "the tracker did not take it within \(timeout)" : "the tracker is away"
+            }
+            guard reply.type == "prepared" else { return "the tracker answered \(reply.type)" }
+            if let busy = reply.reason { return "the tracker is busy: \(busy)" }
         }
-        return true
+        return nil
     }
 
     /// Peers holding `object`, best first; empty when the tracker is away or slow.
@@ -295,7 +304,6 @@ public final class TrackerLink: Service, Sendable {
     /// Sends `message` with a new request id and waits for the answer carrying it; nil when
     /// the tracker is away, goes away, or takes longer than `timeout`.
     private func request(_ message: SwarmMessage, timeout: Duration) async -> SwarmMessage? {
-        guard let send = state.withLock({ $0.send }) else { return nil }
         let rid = state.withLock { s in
             s.nextRID += 1
             return s.nextRID
@@ -310,7 +318,17 @@ public final class TrackerLink: Service, Sendable {
         }
         defer { timer.cancel() }
         return await withCheckedContinuation { continuation in
-            state.withLock { $0.waiting[rid] = continuation }
+            // Registered under the lock that finds the session, so that a session ending
+            // meanwhile (which resumes every waiter) cannot miss this one.
+            let send = state.withLock { s -> (@Sendable (String) async throws -> Void)? in
+                guard let send = s.send else { return nil }
+                s.waiting[rid] = continuation
+                return send
+            }
+            guard let send else {
+                continuation.resume(returning: nil)
+                return
+            }
             Task {
                 do { try await send(text) } catch {
                     let waiter = self.state.withLock { $0.waiting.removeValue(forKey: rid) }

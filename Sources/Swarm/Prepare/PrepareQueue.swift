@@ -331,6 +331,10 @@ public final class PrepareQueue: Service, Sendable {
         state.withLock { s in ids.map { id in s.jobs[id.prefixID].flatMap { $0.key.id == id ? $0.state : nil } } }
     }
 
+    /// How many jobs run now, of every stream: a prepare whose jobs wait behind them is
+    /// moving, if not yet its own.
+    public var runningCount: Int { state.withLock { $0.running.count } }
+
     /// Pauses a queued or running job (a running one stops after its current piece and keeps
     /// its progress). Returns the job, or nil when there is no such job.
     public func pause(_ id: String) -> PrepareJob? {

@@ -162,11 +162,23 @@ public final class SwarmTracker: Sendable {
                     queued += objects
                     return true
                 }
+                var dropped: String?
                 if !room {
-                    logger.warning("prepare dropped: too many objects queued", metadata: ["peer": "\(peer)", "objects": "\(objects)"])
+                    dropped = "too many objects queued"
                 } else if case .dropped = queue.yield(message) {
                     backlog.objects.withLock { $0 -= objects }
-                    logger.warning("prepare dropped: too many queued", metadata: ["peer": "\(peer)"])
+                    dropped = "too many prepares queued"
+                }
+                if let dropped {
+                    logger.warning("prepare dropped: \(dropped)", metadata: ["peer": "\(peer)", "objects": "\(objects)"])
+                    // An operator's prepare waits for its answer: it hears at once that the
+                    // tracker is busy, not after its timeout.
+                    if let rid = message.rid {
+                        var busy = SwarmMessage(type: "prepared")
+                        busy.rid = rid
+                        busy.reason = dropped
+                        do { try await send(busy.json) } catch { return "closed" }
+                    }
                 }
                 continue
             }

@@ -45,12 +45,13 @@ struct PrepareCommand: AsyncParsableCommand {
     /// Asks `statusURL` (`POST /jobs/status`, `statusBatch` ids at a time) how the `objects`
     /// stand until none has been queued or running for a second, then reports. Gives up (exit
     /// 1) when, for `patience` on end, the answer has been an error, or nothing moved while no
-    /// job ran (objects never queued there, paused, or left waiting).
+    /// job of the gateway ran (objects never queued there, paused, or left waiting); jobs of
+    /// other streams running ahead of these keep it waiting.
     static func follow(_ objects: [String], at statusURL: String, client: OriginClientAdapter, patience: Duration = .seconds(30)) async throws {
         let asks = try stride(from: 0, to: objects.count, by: statusBatch).map { i in
             try JSONSerialization.data(withJSONObject: ["ids": Array(objects[i..<min(i + statusBatch, objects.count)])])
         }
-        let every = Duration.milliseconds(max(250, objects.count / 10))
+        let every = Duration.milliseconds(min(5000, max(250, objects.count / 10)))
         var last: [String: Int] = [:]
         var since = ContinuousClock.now
         var problem = ""
@@ -78,8 +79,9 @@ struct PrepareCommand: AsyncParsableCommand {
                     if n("failed") + n("cancelled") > 0 { throw ExitCode(1) }
                     return
                 }
-                // Progress, or a job under way (a large object takes long), renews patience.
-                if counts != last || n("running") > 0 { (last, since) = (counts, ContinuousClock.now) }
+                // Progress, or a job under way (a large object takes long, or another stream's
+                // queued ahead of these), renews patience.
+                if counts != last || n("running") > 0 || n("queueRunning") > 0 { (last, since) = (counts, ContinuousClock.now) }
                 problem = "nothing moved: \(n("queued")) queued, \(n("paused")) paused, \(n("unknown")) never queued there, of \(objects.count)"
             }
             guard ContinuousClock.now - since < patience else {
