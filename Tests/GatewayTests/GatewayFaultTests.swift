@@ -87,7 +87,7 @@ final class GatewayFaultTests {
         let r = try await fetch.value
         #expect(r.status == 200)
         #expect(r.body.count == 40, "the response in flight completes")
-        #expect(g.waitForExit(timeout: .seconds(15)) == 0)
+        #expect(await g.waitForExit(timeout: .seconds(15)) == 0)
         g.stop()
     }
 }

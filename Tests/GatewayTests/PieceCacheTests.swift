@@ -102,6 +102,25 @@ final class PieceCacheTests {
         #expect(m.text.contains("swarmgate_piece_failures_total 1"), "\(m.text)")
     }
 
+    /// A piece fetched again from the origin (flipped on disk) whose transfer is reset
+    /// mid-body: it is asked for once more, and the player's response, under way already,
+    /// comes whole rather than cut short.
+    @Test func aPieceWhoseOriginTransferIsResetIsAskedForAgain() async throws {
+        let cache = Live.cacheFolder()
+        let (g, port) = try gateway(cache: cache, ["--memory-cache-size", "0"])
+        defer { g.stop() }
+        _ = try await Live.whenReady(proxied(port, "/obj/cutshort.ts?size=400000"))
+        try flipByte(at: 280_000, inTheOnlyObjectOf: cache)
+        // The same object; the origin resets the first answer that reaches byte 300,000,
+        // the range of piece 4 (262,144 to 327,679).
+        let path = "/obj/cutshort.ts?size=400000&resetafter=300000"
+        let again = try await HTTP.get(proxied(port, path))
+        #expect(again.status == 200)
+        #expect(again.body == (try await direct("/obj/cutshort.ts?size=400000")), "\(again.body.count) bytes")
+        let stats = try await originStats("cutshort.ts")
+        #expect((stats["ranges"] as? [String])?.filter { $0 == "bytes=262144-327679" }.count == 2, "\(stats)")
+    }
+
     /// Flips the byte at `offset` of the one object stored in `cache`, in place.
     func flipByte(at offset: UInt64, inTheOnlyObjectOf cache: String) throws {
         let files = try Live.dataFiles(in: cache)
@@ -668,16 +687,16 @@ final class PieceCacheTests {
         let (g, port) = try gateway()
         defer { g.stop() }
         _ = try await HTTP.get(originBase + "/__version?name=retried/seg1.ts&gone=1")
-        func prepare() throws -> LiveProcess {
+        func prepare() async throws -> LiveProcess {
             let cli = try LiveProcess(Live.binary, ["prepare", originBase + "/vod/retried.m3u8?segments=2&size=1000", "--gateway", "http://127.0.0.1:\(port)", "--wait"])
-            _ = cli.waitForExit(timeout: .seconds(60))
+            _ = await cli.waitForExit(timeout: .seconds(60))
             return cli
         }
-        let first = try prepare()
-        #expect(first.waitForExit(timeout: .zero) == 1 && first.stderr.contains("prepared 1 of 2 objects"), "\(first.stderr)")
+        let first = try await prepare()
+        #expect(await first.waitForExit(timeout: .zero) == 1 && first.stderr.contains("prepared 1 of 2 objects"), "\(first.stderr)")
         _ = try await HTTP.get(originBase + "/__version?name=retried/seg1.ts&gone=0")
-        let second = try prepare()
-        #expect(second.waitForExit(timeout: .zero) == 0 && second.stderr.contains("prepared 2 of 2 objects"), "\(second.stderr)")
+        let second = try await prepare()
+        #expect(await second.waitForExit(timeout: .zero) == 0 && second.stderr.contains("prepared 2 of 2 objects"), "\(second.stderr)")
         #expect(try await originStats("retried/seg1.ts")["full"] as? Int == 1)
     }
 
@@ -704,7 +723,7 @@ final class PieceCacheTests {
         defer { g.stop() }
         let mpd = originBase + "/dash/prepared-mpd.mpd?segments=3&size=100000"
         let cli = try LiveProcess(Live.binary, ["prepare", mpd, "--gateway", "http://127.0.0.1:\(port)", "--wait"])
-        #expect(cli.waitForExit(timeout: .seconds(60)) == 0, "\(cli.stderr)")
+        #expect(await cli.waitForExit(timeout: .seconds(60)) == 0, "\(cli.stderr)")
         #expect(cli.stderr.contains("prepared 8 of 8 objects"), "\(cli.stderr)")
         for representation in ["lo", "hi"] {
             for object in ["init.mp4", "seg0.ts", "seg1.ts", "seg2.ts"] {
@@ -727,7 +746,7 @@ final class PieceCacheTests {
         defer { g.stop() }
         let gateway = "http://127.0.0.1:\(port)"
         let cli = try LiveProcess(Live.binary, ["prepare", "http://127.0.0.1:\(oport)/hls-ts/master.m3u8?token=t", "--gateway", gateway, "--wait"])
-        #expect(cli.waitForExit(timeout: .seconds(120)) == 0, "\(cli.stderr)")
+        #expect(await cli.waitForExit(timeout: .seconds(120)) == 0, "\(cli.stderr)")
         let variants = try FileManager.default.contentsOfDirectory(atPath: samples.appendingPathComponent("hls-ts").path).filter { $0.hasSuffix(".ts") }
         var all = try await jobs(port)
         #expect(all.count == variants.count, "every segment of both variants")

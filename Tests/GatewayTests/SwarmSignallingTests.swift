@@ -176,10 +176,10 @@ final class SwarmSignallingTests {
         _ = try b.waitForStderr(#/(logged in) to the tracker/#)
         // SIGTERM: the embedded tracker closes its sessions instead of waiting on them.
         kill(a.process.processIdentifier, SIGTERM)
-        #expect(a.waitForExit(timeout: .seconds(5)) == 0)
+        #expect(await a.waitForExit(timeout: .seconds(5)) == 0)
         _ = try b.waitForStderr(#/(reconnecting)/#)
         kill(b.process.processIdentifier, SIGTERM)
-        #expect(b.waitForExit(timeout: .seconds(5)) == 0, "a node stops its tracker link on SIGTERM")
+        #expect(await b.waitForExit(timeout: .seconds(5)) == 0, "a node stops its tracker link on SIGTERM")
     }
 }
 

@@ -306,7 +306,7 @@ final class SwarmTransferTests {
         let (originPort, trackerPort, port) = (swarm.originPort, swarm.trackerPort, swarm.port)
         let gateway = "http://127.0.0.1:\(port)"
         let cli = try LiveProcess(Live.binary, ["prepare", "http://127.0.0.1:\(originPort)/vod/prep.m3u8?segments=4&size=200000", "--gateway", gateway, "--wait"])
-        #expect(cli.waitForExit(timeout: .seconds(60)) == 0, "\(cli.stderr)")
+        #expect(await cli.waitForExit(timeout: .seconds(60)) == 0, "\(cli.stderr)")
         #expect(cli.stderr.contains("prepared 4 of 4 objects"), "\(cli.stderr)")
         let answer = try JSONSerialization.jsonObject(with: Data(cli.firstStdoutLine().utf8)) as? [String: Any]
         #expect(answer?["jobs"] as? String == "http://127.0.0.1:\(trackerPort)/jobs")
@@ -318,7 +318,7 @@ final class SwarmTransferTests {
         // A single object too: the tracker lists it, the node does not.
         let one = "http://127.0.0.1:\(originPort)/obj/prep-one.ts?size=300000"
         let single = try LiveProcess(Live.binary, ["prepare", one, "--gateway", gateway, "--wait"])
-        #expect(single.waitForExit(timeout: .seconds(60)) == 0, "\(single.stderr)")
+        #expect(await single.waitForExit(timeout: .seconds(60)) == 0, "\(single.stderr)")
         #expect(single.stderr.contains("prepared 1 of 1 objects"), "\(single.stderr)")
         #expect(try await jobs(trackerPort).contains { $0["url"] as? String == one && $0["state"] as? String == "done" })
         #expect(try await jobs(port).isEmpty)
@@ -329,7 +329,7 @@ final class SwarmTransferTests {
         let xresid = try #require(answer?["xresid"] as? String)
         let slow = "http://127.0.0.1:\(originPort)/obj/prep-slow.ts?size=400000&throttle=200000"
         let later = try LiveProcess(Live.binary, ["prepare", slow, "--xresid", xresid, "--gateway", gateway, "--wait"])
-        #expect(later.waitForExit(timeout: .seconds(60)) == 0, "\(later.stderr)")
+        #expect(await later.waitForExit(timeout: .seconds(60)) == 0, "\(later.stderr)")
         let slowSent = try await HTTP.get("http://127.0.0.1:\(originPort)/__stats?name=prep-slow.ts")
         #expect((try JSONSerialization.jsonObject(with: slowSent.body) as? [String: Any])?["bytes_sent"] as? Int == 400_000, "done before it was")
         // The node has the checksums of the first objects the tracker prepared for it, and no
@@ -348,10 +348,10 @@ final class SwarmTransferTests {
         let lacking = "http://127.0.0.1:\(originPort)/obj/prep-lacking.ts?size=1000"
         _ = try await HTTP.get("http://127.0.0.1:\(originPort)/__version?name=prep-lacking.ts&gone=1")
         let failing = try LiveProcess(Live.binary, ["prepare", lacking, "--gateway", gateway, "--wait"])
-        #expect(failing.waitForExit(timeout: .seconds(60)) == 1 && failing.stderr.contains("prepared 0 of 1"), "\(failing.stderr)")
+        #expect(await failing.waitForExit(timeout: .seconds(60)) == 1 && failing.stderr.contains("prepared 0 of 1"), "\(failing.stderr)")
         _ = try await HTTP.get("http://127.0.0.1:\(originPort)/__version?name=prep-lacking.ts&gone=0")
         let retried = try LiveProcess(Live.binary, ["prepare", lacking, "--gateway", gateway, "--wait"])
-        #expect(retried.waitForExit(timeout: .seconds(60)) == 0 && retried.stderr.contains("prepared 1 of 1"), "\(retried.stderr)")
+        #expect(await retried.waitForExit(timeout: .seconds(60)) == 0 && retried.stderr.contains("prepared 1 of 1"), "\(retried.stderr)")
         // Ids that are not object ids are refused.
         #expect(try await HTTP.post("\(gateway)/jobs/status", json: "{\"ids\":[\"\(String(ids[0].prefix(16)))\"]}").status == 400)
         // 50,000 ids are taken however the JSON is spaced (pretty-printed, 3.6 MB); one more

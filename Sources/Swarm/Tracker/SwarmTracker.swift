@@ -52,6 +52,10 @@ public final class SwarmTracker: Sendable {
     /// Reports waiting for their audit, one audit at a time.
     private let audits: AsyncStream<Report>.Continuation
     private let logger: Logger
+    /// Where `prepare`s are queued at the host, one after another: queuing writes the
+    /// registry (SQLite, tens of milliseconds for a long VOD), which must not hold one of
+    /// Swift's few cooperative threads, on which every connection's messages are answered.
+    private let registryWrites = DispatchQueue(label: "swarmgate.tracker.prepare", qos: .utility)
 
     /// A node's report that `holder` sent it a bad piece.
     struct Report: Sendable {
@@ -130,7 +134,12 @@ public final class SwarmTracker: Sendable {
             for await m in prepares {
                 defer { backlog.objects.withLock { $0 -= Self.objectsTaken(m) } }
                 guard self.state.withLock({ $0.sessions[peer]?.connection == connection }) else { continue }
-                self.prepare(m, from: peer)
+                await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                    self.registryWrites.async {
+                        self.prepare(m, from: peer)
+                        done.resume()
+                    }
+                }
                 // An operator's prepare waits for this: its objects are queued now.
                 if let rid = m.rid {
                     var done = SwarmMessage(type: "prepared")

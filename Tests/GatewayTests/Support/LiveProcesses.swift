@@ -74,9 +74,12 @@ final class LiveProcess: @unchecked Sendable {
     }
 
     /// Whether the process ended by itself within `timeout`, and its exit status.
-    func waitForExit(timeout: Duration) -> Int32? {
+    /// Waits without holding a thread: tests run on Swift's cooperative threads, as many as
+    /// cores, so a test that blocked one for a whole `prepare --wait` (30 s and more) starved
+    /// every other test of the process.
+    func waitForExit(timeout: Duration) async -> Int32? {
         let deadline = ContinuousClock.now + timeout
-        while process.isRunning && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
         return process.isRunning ? nil : process.terminationStatus
     }
 
