@@ -521,19 +521,7 @@ public final class SwarmNode: Sendable {
 
     /// Piece `index` from the origin by range. A piece that does not verify means the origin's
     /// copy changed: the object's checksums are dropped (it is prepared again) and this throws.
-    private func fetchPiece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String) async throws(PieceFailure) -> [UInt8] {
-        do {
-            return try await fetchPieceOnce(key, index, checksums: checksums, url: url)
-        } catch .origin(let error) where error.code == .connection {
-            // The connection broke mid-body (the client retries only before the head): a
-            // piece is a small range, asked once more, so that a player's response already
-            // under way is not cut short for one reset.
-            logger.notice("piece from the origin cut short; asking again", metadata: ["object": "\(key)", "piece": "\(index)", "error": "\(error)"])
-            return try await fetchPieceOnce(key, index, checksums: checksums, url: url)
-        }
-    }
-
-    private func fetchPieceOnce(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String) async throws(PieceFailure) -> [UInt8] {
+    private func fetchPiece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, again: Bool = false) async throws(PieceFailure) -> [UInt8] {
         let response: OriginResponse
         do {
             response = try await origin.fetch(Self.pieceRequest(url, index, checksums.layout))
@@ -549,7 +537,17 @@ public final class SwarmNode: Sendable {
         default: throw .originStatus(response.status, "origin answered \(response.status) for piece \(index) of \(key)")
         }
         let bytes: [UInt8]
-        do { bytes = try await Self.readPiece(response, index, checksums.layout) } catch { throw .origin(error) }
+        do {
+            bytes = try await Self.readPiece(response, index, checksums.layout)
+        } catch where error.code == .connection && !again {
+            // The connection broke mid-body (the client retries only before the head): a
+            // piece is a small range, asked once more, so that a player's response already
+            // under way is not cut short for one reset.
+            logger.notice("piece from the origin cut short; asking again", metadata: ["object": "\(key)", "piece": "\(index)", "error": "\(error)"])
+            return try await fetchPiece(key, index, checksums: checksums, url: url, again: true)
+        } catch {
+            throw .origin(error)
+        }
         let verified = bytes.withUnsafeBytes { checksums.matches(index, $0) }
         guard verified else {
             onBadPiece()
