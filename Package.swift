@@ -109,7 +109,9 @@ let package = Package(
         .testTarget(
             name: "PieceStoreTests", dependencies: ["PieceStore", "TestScratch", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strictSwift),
-        .testTarget(name: "SwarmTests", dependencies: ["Swarm", "PieceStore", "TestScratch"], swiftSettings: strictSwift),
+        .testTarget(
+            name: "SwarmTests", dependencies: ["Swarm", "PieceStore", "TestScratch", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strictSwift),
         .testTarget(name: "CLITests", dependencies: ["swarmgate", "TestScratch"], swiftSettings: strictSwift),
         .testTarget(
             name: "GatewayTests",

@@ -715,6 +715,38 @@ final class SwarmTransferTests {
         }
     }
 
+    /// Nor with a URL whose query selects other bytes of an object the origin sends without
+    /// validators, where nothing tells the two copies apart: the registry checks the piece at
+    /// the URL it prepared the copy from, never at the one the node names (it used to prepare
+    /// the object again from that URL, and both nodes then served its 1,000 bytes).
+    @Test func aChangedMessageNamingAnotherQueryOfAnObjectWithoutValidatorsChangesNothing() async throws {
+        let swarm = try twoNodes()
+        defer { swarm.stop() }
+        let originPort = swarm.originPort
+        let path = "/obj/noval-swarm.ts"
+        let proxied = { (port: Int) in "http://127.0.0.1:\(port)/hls.vod.p2p.com/127.0.0.1:\(originPort)\(path)?size=200000&novalidators=1&xresid=noval" }
+        let want = try await HTTP.get("http://127.0.0.1:\(originPort)\(path)?size=200000").body
+        #expect(try await Live.whenReady(proxied(swarm.portA)).body == want)
+        var m = SwarmMessage(type: "changed")
+        m.ref = ObjectRef(
+            key: ObjectKey(xresid: "noval", host: "127.0.0.1:\(originPort)", path: path),
+            url: "http://127.0.0.1:\(originPort)\(path)?size=1000&novalidators=1")
+        m.piece = 0
+        let liar = LoginProof.sign(appID: "swarmgate", peerID: "query-liar", secret: Self.secret)
+        let replies = try await WSExchange.run(
+            "ws://127.0.0.1:\(swarm.trackerPort)/swarm/v1/ws", send: [SwarmMessage.login(liar, url: "http://10.9.9.9:8080"), m, SwarmMessage(type: "ping")],
+            replies: 2, hold: .seconds(1))
+        #expect(replies.map(\.type) == ["welcome", "pong"])
+        try await Task.sleep(for: .milliseconds(500))
+        for port in [swarm.portA, swarm.portB] {
+            let r = try await HTTP.get(proxied(port))
+            #expect(r.status == 200 && r.body == want, "\(port): \(r.status), \(r.body.count) bytes")
+        }
+        let stats = try await HTTP.get("http://127.0.0.1:\(originPort)/__stats?name=noval-swarm.ts")
+        let record = try JSONSerialization.jsonObject(with: stats.body) as? [String: Any] ?? [:]
+        #expect((record["bytes_sent"] as? Int ?? 0) < 3 * 200_000 + 70_000, "prepared again: \(record)")
+    }
+
     /// A playlist a node read while its tracker was away reaches the tracker at the node's
     /// login: its player read it once, and its read-ahead starts where the player is.
     @Test func aPlaylistReadWhileTheTrackerWasAwayIsReadAheadOnceItIsBack() async throws {

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Logging
 import PieceStore
 import TestScratch
@@ -19,6 +20,34 @@ struct ChecksumRegistryTests {
     func registry() throws -> ChecksumRegistry {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         return try ChecksumRegistry(storage: try SQLiteRegistryStorage(path: folder + "/registry.sqlite"), logger: Logger(label: "test"))
+    }
+
+    /// A registry written before source URLs were kept opens as it was (its entries without
+    /// one), gains the column, and keeps the URLs of the copies prepared from then on.
+    @Test func aRegistryFromBeforeSourceURLsOpensAndKeepsThemFromThen() throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let path = folder + "/old-registry.sqlite"
+        let old = checksums(1)
+        try DatabaseQueue(path: path).write { db in
+            try db.execute(sql: """
+                CREATE TABLE registry_objects (
+                    id TEXT PRIMARY KEY, xresid TEXT NOT NULL, host TEXT NOT NULL, path TEXT NOT NULL,
+                    state TEXT NOT NULL, length INTEGER, piece_size INTEGER, digests BLOB,
+                    etag TEXT, last_modified TEXT, content_type TEXT, error TEXT, updated REAL NOT NULL)
+                """)
+            try db.execute(
+                sql: "INSERT INTO registry_objects VALUES (?, 's', 'cdn.example.com', '/seg.ts', 'ready', 10, 1024, ?, NULL, NULL, NULL, NULL, 0)",
+                arguments: [key.id, Data(old.packed)])
+        }
+        let storage = try SQLiteRegistryStorage(path: path)
+        let before = try storage.loadEntries()
+        #expect(before.count == 1 && before[0].state == .ready && before[0].checksums == old && before[0].sourceURL == nil)
+        let registry = try ChecksumRegistry(storage: storage, logger: Logger(label: "test"))
+        let newer = ObjectKey(xresid: "s", host: "cdn.example.com", path: "/seg2.ts")
+        registry.markReady(newer, checksums: checksums(2), etag: nil, lastModified: nil, contentType: nil, sourceURL: "https://cdn.example.com/seg2.ts?token=1")
+        let after = try SQLiteRegistryStorage(path: path).loadEntries()
+        #expect(after.first { $0.key == newer }?.sourceURL == "https://cdn.example.com/seg2.ts?token=1")
+        #expect(after.first { $0.key == key }?.sourceURL == nil)
     }
 
     /// Of requests that find one copy changed at the same moment, exactly one drops it.

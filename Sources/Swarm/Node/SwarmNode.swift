@@ -643,8 +643,15 @@ public final class SwarmNode: Sendable {
         }
         guard go else { return }
         defer { rechecks.withLock { $0.running -= 1 } }
+        // From the URL this registry prepared the copy from: a node's URL may carry a query
+        // that selects other bytes under the same path (or names a variant with an ETag of its
+        // own), and the object would be prepared again from it and served to every node.
+        guard let source = ready.entry.sourceURL else {
+            logger.info("a node says the origin's copy changed; the registry kept no source URL for it", metadata: ["object": "\(ref.key)"])
+            return
+        }
         let checksums = ready.checksums
-        var request = Self.pieceRequest(ref.url, index, checksums.layout)
+        var request = Self.pieceRequest(source, index, checksums.layout)
         let etag = ready.entry.etag.flatMap { $0.hasPrefix("W/") ? nil : $0 }
         if let etag { request.headers = [("If-Match", etag)] }
         guard let response = try? await origin.fetch(request) else { return }
@@ -663,7 +670,7 @@ public final class SwarmNode: Sendable {
             changed = false
         }
         guard changed else { return }
-        _ = originChanged(ref.key, index, checksums, url: ref.url, "a node said so, and the origin's copy is another one")
+        _ = originChanged(ref.key, index, checksums, url: source, "a node said so, and the origin's copy is another one")
     }
 
     /// Rechecks for nodes that said an origin copy changed, at most at once.

@@ -502,7 +502,7 @@ public final class PrepareQueue: Service, Sendable {
             defer { if finished.state == .done { pruneDone() } }
             switch outcome {
             case .success(let o):
-                registry.markReady(job.key, checksums: o.checksums, etag: o.etag, lastModified: o.lastModified, contentType: o.contentType)
+                registry.markReady(job.key, checksums: o.checksums, etag: o.etag, lastModified: o.lastModified, contentType: o.contentType, sourceURL: job.url)
                 logger.info("prepared", metadata: ["object": "\(job.key)", "bytes": "\(o.checksums.layout.length)"])
             case .failure(let f):
                 registry.markFailed(job.key, f.description)

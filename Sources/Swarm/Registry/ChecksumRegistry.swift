@@ -104,10 +104,11 @@ public final class ChecksumRegistry: Sendable {
         var etag: String? = nil
         var lastModified: String? = nil
         var contentType: String? = nil
+        var sourceURL: String? = nil
     }
 
-    func markReady(_ key: ObjectKey, checksums: PieceChecksums, etag: String?, lastModified: String?, contentType: String?) {
-        markReady([Ready(key: key, checksums: checksums, etag: etag, lastModified: lastModified, contentType: contentType)])
+    func markReady(_ key: ObjectKey, checksums: PieceChecksums, etag: String?, lastModified: String?, contentType: String?, sourceURL: String? = nil) {
+        markReady([Ready(key: key, checksums: checksums, etag: etag, lastModified: lastModified, contentType: contentType, sourceURL: sourceURL)])
     }
 
     /// Several objects ready at once: one write.
@@ -118,6 +119,7 @@ public final class ChecksumRegistry: Sendable {
             e.etag = ready[i].etag
             e.lastModified = ready[i].lastModified
             e.contentType = ready[i].contentType
+            e.sourceURL = ready[i].sourceURL
             e.error = nil
             return true
         }

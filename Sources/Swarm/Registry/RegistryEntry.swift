@@ -15,6 +15,10 @@ public struct RegistryEntry: Sendable {
     public var etag: String?
     public var lastModified: String?
     public var contentType: String?
+    /// The origin URL the registry prepared this copy from (nil for checksums it was given, or
+    /// kept before it recorded one): where it checks a copy a node says changed, with the query
+    /// it chose itself, never one a node names.
+    public var sourceURL: String?
     /// Why preparation failed, for `failed`.
     public var error: String?
     public var updated: Date

@@ -26,6 +26,11 @@ public final class SQLiteRegistryStorage: RegistryStorage {
                     CREATE TABLE IF NOT EXISTS read_ahead_playlists (
                         name TEXT PRIMARY KEY, refs BLOB NOT NULL, planned REAL NOT NULL);
                     """)
+                // Registries from before the source URL was kept gain its column (empty).
+                let columns = try Row.fetchAll(db, sql: "PRAGMA table_info(registry_objects)").map { $0["name"] as String }
+                if !columns.contains("source_url") {
+                    try db.execute(sql: "ALTER TABLE registry_objects ADD COLUMN source_url TEXT")
+                }
             }
         } catch {
             throw RegistryError("cannot open the registry at \(path): \(error)")
@@ -47,6 +52,7 @@ public final class SQLiteRegistryStorage: RegistryStorage {
                     e.etag = row["etag"]
                     e.lastModified = row["last_modified"]
                     e.contentType = row["content_type"]
+                    e.sourceURL = row["source_url"]
                     e.error = row["error"]
                     e.updated = Date(timeIntervalSince1970: row["updated"])
                     return e
@@ -64,15 +70,15 @@ public final class SQLiteRegistryStorage: RegistryStorage {
                 let insert = try db.cachedStatement(
                     sql: """
                         INSERT OR REPLACE INTO registry_objects
-                        (id, xresid, host, path, state, length, piece_size, digests, etag, last_modified, content_type, error, updated)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        (id, xresid, host, path, state, length, piece_size, digests, etag, last_modified, content_type, error, updated, source_url)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """)
                 for e in entries {
                     try insert.execute(
                         arguments: [
                             e.key.id, e.key.xresid, e.key.host, e.key.path, e.state.rawValue, e.checksums?.layout.length,
                             e.checksums?.layout.pieceSize, e.checksums.map { Data($0.packed) }, e.etag, e.lastModified,
-                            e.contentType, e.error, e.updated.timeIntervalSince1970,
+                            e.contentType, e.error, e.updated.timeIntervalSince1970, e.sourceURL,
                         ])
                 }
             }
