@@ -706,7 +706,8 @@ final class StreamVariables: Sendable {
 }
 
 /// The media objects of recent VOD playlists in playback order: which objects follow the
-/// one a player reads. Bounded: the oldest playlists are forgotten.
+/// one a player reads. Bounded by lists and by objects (about 600 bytes each): the oldest
+/// playlists are forgotten, and a list longer than the bound is kept as its first part.
 final class PlayOrder: Sendable {
     struct State {
         var lists: [[ObjectRef]] = []
@@ -715,22 +716,34 @@ final class PlayOrder: Sendable {
         /// Object id → EXTINF seconds, for segments.
         var durations: [String: Double] = [:]
         var firstList = 0
+        var objects = 0
     }
 
-    static let maxLists = 256
+    let maxLists: Int
+    /// Objects of all lists at most: a 24-hour MPD of 2 s segments lists 43,200 per
+    /// Representation, and each stream (xresid) lists its own.
+    let maxObjects: Int
     private let state = Mutex(State())
 
+    init(maxLists: Int = 256, maxObjects: Int = 200_000) {
+        self.maxLists = maxLists
+        self.maxObjects = maxObjects
+    }
+
     func record(_ refs: [ObjectRef], durations: [Double?]) {
+        let refs = Array(refs.prefix(maxObjects))
         let ids = refs.map(\.key.id)
         state.withLock { s in
-            if s.lists.count >= Self.maxLists {
+            while !s.lists.isEmpty && (s.lists.count >= maxLists || s.objects + refs.count > maxObjects) {
                 let old = s.lists.removeFirst()
+                s.objects -= old.count
                 s.firstList += 1
                 for r in old where s.where_[r.key.id]?.list == s.firstList - 1 {
                     s.where_[r.key.id] = nil
                     s.durations[r.key.id] = nil
                 }
             }
+            s.objects += refs.count
             let list = s.firstList + s.lists.count
             s.lists.append(refs)
             for (i, id) in ids.enumerated() {

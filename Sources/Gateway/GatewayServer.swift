@@ -29,6 +29,7 @@ public struct GatewayServer: Sendable {
         makeOrigin: @Sendable (GatewayConfiguration) throws -> OriginClientAdapter,
         onListening: @escaping @Sendable (_ port: Int, _ demoOrigin: String?) async -> Void = { _, _ in }
     ) async throws {
+        Self.raiseOpenFileLimit()
         var services: [any Service] = []
         var demoAuthority: String?
         if let demoRoot {
@@ -176,5 +177,17 @@ struct LocalRegistryHost: TrackerHost {
     static func names(_ ref: ObjectRef) -> Bool {
         guard let url = try? OriginURL(ref.url) else { return false }
         return url.authority.lowercased() == ref.host && url.path == ref.path
+    }
+}
+
+extension GatewayServer {
+    /// Raises the soft limit on open files to the hard one: every player, peer and origin
+    /// transfer is a descriptor, and the usual soft limit (1,024) is reached by a busy node
+    /// (or by a client that opens idle connections) long before memory or the CPU.
+    static func raiseOpenFileLimit() {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
     }
 }

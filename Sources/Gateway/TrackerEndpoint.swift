@@ -3,8 +3,10 @@ import Hummingbird
 import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
+import NIOCore
 import ServiceLifecycle
 import Swarm
+import Synchronization
 
 /// `/swarm/v1/ws`: WebSocket upgrades handed to the tracker's signalling; every other request
 /// goes to the HTTP responder.
@@ -12,26 +14,109 @@ enum TrackerEndpoint {
     static let path = "/swarm/v1/ws"
 
     static func server(_ tracker: SwarmTracker?) -> HTTPServerBuilder {
-        guard let tracker else { return .http1() }
-        return .http1WebSocketUpgrade { request, _, _ in
+        guard let tracker else { return .http1(configuration: .init(idleTimeout: idleTimeout)) }
+        let gate = LoginGate()
+        return .http1WebSocketUpgrade(configuration: .init(http1: .init(idleTimeout: idleTimeout))) { request, _, _ in
             guard request.path == path else { return .dontUpgrade }
             return .upgrade([:]) { inbound, outbound, _ in
-                let texts = inbound.messages(maxSize: SwarmMessage.maxTrackerMessageSize).compactMap { message -> String? in
-                    if case .text(let text) = message { return text }
-                    return nil
+                // Before its login a connection is anyone's: a few at once, each for a
+                // heartbeat at most, each with a first message of `maxLoginSize` at most.
+                guard gate.enter() else {
+                    try? await outbound.close(.policyViolation, reason: "too many connections waiting to log in; try again")
+                    return
                 }
+                let messages = SignallingMessages(inbound: inbound, gate: gate)
                 // On graceful shutdown the connection is closed ("going away"): nodes reconnect
                 // elsewhere or later, and the server does not wait on them.
                 let sender = SerialSender { text in try await outbound.writeTextMessage(text) }
+                let serving = Task { await tracker.serve(messages, send: sender.send) }
+                let deadline = Task {
+                    try await Task.sleep(for: tracker.heartbeat)
+                    if messages.awaitingLogin { serving.cancel() }
+                }
                 let reason = await withGracefulShutdownHandler {
-                    await tracker.serve(texts, send: sender.send)
+                    await withTaskCancellationHandler { await serving.value } onCancel: { serving.cancel() }
                 } onGracefulShutdown: {
                     Task { try? await outbound.close(.goingAway, reason: "tracker shutting down") }
                 }
-                try? await outbound.close(reason == "closed" ? .normalClosure : .policyViolation, reason: reason)
+                deadline.cancel()
+                messages.leave()
+                let noLogin = reason == "no login" && messages.awaitingLogin
+                try? await outbound.close(reason == "closed" ? .normalClosure : .policyViolation, reason: noLogin ? "no login within \(tracker.heartbeat)" : reason)
             }
         }
     }
+
+    /// How long an HTTP connection may sit between requests (or before its first, on a node
+    /// that runs no tracker) before it is closed: a player's keep-alive outlasts a segment,
+    /// a client that sends nothing or half a request does not hold a descriptor for ever.
+    static let idleTimeout: TimeAmount = .seconds(60)
+
+    /// Connections upgraded at once that have not sent their first message, at most.
+    static let maxAwaitingLogin = 64
+}
+
+/// Counts the connections that have not sent their first message (their login).
+final class LoginGate: Sendable {
+    private let awaiting = Atomic<Int>(0)
+
+    /// Counts one more, unless `TrackerEndpoint.maxAwaitingLogin` are waiting.
+    func enter() -> Bool {
+        if awaiting.add(1, ordering: .relaxed).newValue <= TrackerEndpoint.maxAwaitingLogin { return true }
+        awaiting.subtract(1, ordering: .relaxed)
+        return false
+    }
+
+    func leave() { awaiting.subtract(1, ordering: .relaxed) }
+}
+
+/// A signalling connection's text messages: the first (the login, from anyone) of
+/// `SwarmMessage.maxLoginSize` at most, the others of `SwarmMessage.maxTrackerMessageSize`.
+/// A first message that is not text is handed on empty, which no login is.
+struct SignallingMessages: AsyncSequence, Sendable {
+    typealias Element = String
+    let inbound: WebSocketInboundStream
+    let gate: LoginGate
+    private let first = FirstMessage()
+
+    init(inbound: WebSocketInboundStream, gate: LoginGate) {
+        self.inbound = inbound
+        self.gate = gate
+    }
+
+    /// Whether the first message has yet to come.
+    var awaitingLogin: Bool { !first.came.load(ordering: .relaxed) }
+
+    /// Leaves the gate, once: when the first message comes, or when the connection ends first.
+    func leave() {
+        if !first.left.exchange(true, ordering: .relaxed) { gate.leave() }
+    }
+
+    final class FirstMessage: Sendable {
+        let came = Atomic<Bool>(false)
+        let left = Atomic<Bool>(false)
+    }
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var frames: WebSocketInboundStream.AsyncIterator
+        let messages: SignallingMessages
+
+        mutating func next() async throws -> String? {
+            while true {
+                let login = messages.awaitingLogin
+                guard let message = try await frames.nextMessage(maxSize: login ? SwarmMessage.maxLoginSize : SwarmMessage.maxTrackerMessageSize)
+                else { return nil }
+                if login {
+                    messages.first.came.store(true, ordering: .relaxed)
+                    messages.leave()
+                }
+                if case .text(let text) = message { return text }
+                if login { return "" }
+            }
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(frames: inbound.makeAsyncIterator(), messages: self) }
 }
 
 /// The app id and secret that nodes and tracker share (SPEC section 3).

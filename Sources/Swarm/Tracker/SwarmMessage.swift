@@ -73,6 +73,8 @@ public struct SwarmMessage: Codable, Sendable, Equatable {
 
     /// The largest message a tracker reads from a node, in bytes.
     public static let maxTrackerMessageSize = 4 << 20
+    /// The largest first message (the login) a tracker reads: before it, anyone may connect.
+    public static let maxLoginSize = 16 << 10
     /// The most objects one `prepare` carries: a read-ahead playlist past it is prepared as its
     /// first this many, and a `whole` one goes in several messages.
     public static let maxPrepareRefs = 10_000

@@ -1,0 +1,72 @@
+import Foundation
+import Testing
+import TestScratch
+
+/// A client that opens a connection and sends nothing, half a request, or nothing after its
+/// last answer holds a descriptor for a minute at most (each held one for ever, and a
+/// thousand of them took a gateway down at the usual limit on open files). A suite of its own:
+/// it waits that minute, beside the others.
+@Suite("Idle connections")
+struct IdleConnectionTests {
+    @Test func silentHalfSentAndFinishedConnectionsAreClosedAfterAMinute() async throws {
+        let (origin, originPort) = try Live.objectOrigin()
+        defer { origin.stop() }
+        // A gateway with its embedded tracker (WebSocket upgrades), and a node without one.
+        let (g, port) = try Live.gateway(["--allow-origin", "127.0.0.1:\(originPort)"])
+        defer { g.stop() }
+        // (It cannot log in there, with a secret of its own: no matter here.)
+        let secret = Scratch.path("idle-secret")
+        try "idle-test-secret\n".write(toFile: secret, atomically: true, encoding: .utf8)
+        let (n, nodePort) = try Live.gateway([
+            "--allow-origin", "127.0.0.1:\(originPort)", "--tracker", "ws://127.0.0.1:\(port)/swarm/v1/ws", "--app-secret-file", secret,
+        ])
+        defer { n.stop() }
+        let started = ContinuousClock.now
+        let finished = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+        let cases: [(port: Int, send: String)] = [
+            (port, finished), (nodePort, finished), (nodePort, ""), (nodePort, "GET /health HTTP/1.1\r\nHo"),
+        ]
+        let closed = try await withThrowingTaskGroup(of: (Int, Duration?).self) { group in
+            for (i, c) in cases.enumerated() {
+                group.addTask { (i, try await RawConnection.closedByPeer(port: c.port, send: c.send, within: .seconds(90))) }
+            }
+            var all: [Int: Duration?] = [:]
+            for try await (i, d) in group { all[i] = d.map { $0 } }
+            return all
+        }
+        for i in cases.indices {
+            let after = closed[i] ?? nil
+            #expect(after.map { $0 >= .seconds(55) && $0 < .seconds(80) } == true, "case \(i): \(String(describing: after))")
+        }
+        #expect(ContinuousClock.now - started < .seconds(100))
+    }
+}
+
+/// A TCP connection on loopback, read without holding a thread.
+enum RawConnection {
+    /// Connects to `port`, sends `send`, reads (and drops) what comes until the peer closes:
+    /// how long after the connection that was, or nil if it was still open `within`.
+    static func closedByPeer(port: Int, send: String, within: Duration) async throws -> Duration? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestFailure("socket: \(errno)") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw TestFailure("connect: \(errno)") }
+        let opened = ContinuousClock.now
+        if !send.isEmpty { _ = send.utf8CString.withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count - 1) } }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while ContinuousClock.now - opened < within {
+            let n = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+            if n == 0 { return ContinuousClock.now - opened }
+            if n < 0 && errno != EAGAIN && errno != EWOULDBLOCK { return ContinuousClock.now - opened }  // reset
+            if n < 0 { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,34 @@
+@testable import Gateway
+import PieceStore
+import Swarm
+import Testing
+
+/// What a node remembers of recent VOD lists (for prefetch and deadlines) is bounded by
+/// objects, not only by lists: each stream's long MPD or playlist, opened under its own
+/// xresid, once added some 50 MB that stayed.
+@Suite("Play order")
+struct PlayOrderTests {
+    static func list(_ name: String, _ count: Int) -> [ObjectRef] {
+        (0..<count).map { ObjectRef(key: ObjectKey(xresid: name, host: "cdn.example.com", path: "/seg\($0).m4s"), url: "https://cdn.example.com/seg\($0).m4s") }
+    }
+
+    @Test func theOldestListsGoOnceTheObjectsPassTheBound() {
+        let order = PlayOrder(maxObjects: 1000)
+        let per = 400
+        let lists = (0..<3).map { Self.list("s\($0)", per) }
+        for l in lists { order.record(l, durations: Array(repeating: 2.0, count: per)) }
+        // Three lists of 2/5 of the bound: the first went for the third.
+        #expect(!order.lists(lists[0][0].key))
+        #expect(order.duration(of: lists[0][5].key) == nil)
+        #expect(order.lists(lists[1][0].key) && order.lists(lists[2][per - 1].key))
+        #expect(order.after(lists[2][0].key, count: 2).map(\.key) == [lists[2][1].key, lists[2][2].key])
+    }
+
+    @Test func aListLongerThanTheBoundIsKeptAsItsFirstPart() {
+        let order = PlayOrder(maxObjects: 1000)
+        let long = Self.list("long", 1010)
+        order.record(long, durations: [])
+        #expect(order.lists(long[999].key))
+        #expect(!order.lists(long[1000].key))
+    }
+}
