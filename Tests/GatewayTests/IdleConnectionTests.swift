@@ -47,17 +47,8 @@ enum RawConnection {
     /// Connects to `port`, sends `send`, reads (and drops) what comes until the peer closes:
     /// how long after the connection that was, or nil if it was still open `within`.
     static func closedByPeer(port: Int, send: String, within: Duration) async throws -> Duration? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestFailure("socket: \(errno)") }
+        let fd = try HTTP.connectLoopback(port: port)
         defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw TestFailure("connect: \(errno)") }
         let opened = ContinuousClock.now
         if !send.isEmpty { _ = send.utf8CString.withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count - 1) } }
         var buffer = [UInt8](repeating: 0, count: 4096)

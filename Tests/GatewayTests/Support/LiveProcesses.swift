@@ -294,11 +294,10 @@ enum HTTP {
         return try await exchange(r)
     }
 
-    /// One GET over HTTP/1.0 on a plain socket, for what URLSession hides (the body of a 302).
-    static func raw(port: Int, target: String) throws -> HTTPResult {
+    /// A TCP socket connected to `port` on 127.0.0.1 (the caller closes it).
+    static func connectLoopback(port: Int) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestFailure("socket") }
-        defer { close(fd) }
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -306,7 +305,17 @@ enum HTTP {
         let connected = withUnsafePointer(to: &addr) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard connected == 0 else { throw TestFailure("connect to \(port)") }
+        guard connected == 0 else {
+            close(fd)
+            throw TestFailure("connect to \(port)")
+        }
+        return fd
+    }
+
+    /// One GET over HTTP/1.0 on a plain socket, for what URLSession hides (the body of a 302).
+    static func raw(port: Int, target: String) throws -> HTTPResult {
+        let fd = try connectLoopback(port: port)
+        defer { close(fd) }
         let request = Array("GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
         _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
         var all: [UInt8] = []
