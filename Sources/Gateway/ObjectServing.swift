@@ -33,7 +33,7 @@ extension GatewayResponder {
     }
 
     /// Serves `proxy` from the piece cache, or 302 while its checksums are not ready.
-    func serveObject(_ proxy: ProxyURL, clientRange: String?, method: HTTPRequest.Method) async throws(GatewayFailure) -> Response {
+    func serveObject(_ proxy: ProxyURL, clientRange: String?, ifRange: String? = nil, method: HTTPRequest.Method) async throws(GatewayFailure) -> Response {
         let key = Self.objectKey(proxy)
         liveRepresentations.requested(key.id)
         let entry: RegistryEntry
@@ -70,7 +70,10 @@ extension GatewayResponder {
         var headers: HTTPFields = [.acceptRanges: "bytes", .contentType: entry.contentType ?? "application/octet-stream"]
         if let etag = entry.etag { headers[.eTag] = etag }
         if let lastModified = entry.lastModified { headers[.lastModified] = lastModified }
-        let range = try RangeAnswer(clientRange, length: layout.length)
+        // A range asked for under an If-Range that names another copy is not sent: the whole
+        // object is (RFC 9110 13.1.5), so a resuming client never splices two copies.
+        let honoured = ifRange.map { Self.ifRangeHolds($0, etag: entry.etag, lastModified: entry.lastModified) } ?? true
+        let range = try RangeAnswer(honoured ? clientRange : nil, length: layout.length)
         let (status, first, count) = (range.status, range.first, range.count)
         if let contentRange = range.contentRange { headers[.contentRange] = contentRange }
         headers[.contentLength] = String(count)
@@ -177,6 +180,16 @@ extension GatewayResponder {
                 try await flush()
                 try await writer.finish(nil)
             })
+    }
+
+    /// Whether an `If-Range` value names the copy served: a strong entity tag equal to its
+    /// ETag (strong comparison: a weak tag never matches), or a date equal to its
+    /// Last-Modified.
+    static func ifRangeHolds(_ value: String, etag: String?, lastModified: String?) -> Bool {
+        let v = value.trimmingCharacters(in: .whitespaces)
+        if v.hasPrefix("W/") { return false }
+        if v.hasPrefix("\"") { return etag.map { !$0.hasPrefix("W/") && $0 == v } ?? false }
+        return lastModified == v
     }
 
     /// The most bytes of held pieces gathered into one write (slices, never copies).

@@ -121,6 +121,23 @@ final class PieceCacheTests {
         #expect((stats["ranges"] as? [String])?.filter { $0 == "bytes=262144-327679" }.count == 2, "\(stats)")
     }
 
+    /// A Range under an If-Range is sent only if the If-Range names the copy served: its
+    /// strong ETag or its Last-Modified; else the whole object comes (RFC 9110 13.1.5), so a
+    /// client resuming a download of an older copy does not splice two.
+    @Test func aRangeUnderAnIfRangeForAnotherCopyGetsTheWholeObject() async throws {
+        let (g, port) = try gateway()
+        defer { g.stop() }
+        let url = proxied(port, "/obj/ifrange.ts?size=100000")
+        let first = try await Live.whenReady(url)
+        let etag = try #require(first.headers["etag"])
+        let lastModified = try #require(first.headers["last-modified"])
+        for (ifRange, honoured) in [(etag, true), (lastModified, true), ("\"ifrange.ts-v0\"", false), ("W/\(etag)", false), ("Mon, 01 Jan 2001 00:00:00 GMT", false)] {
+            let r = try await HTTP.get(url, headers: ["Range": "bytes=0-9", "If-Range": ifRange])
+            #expect(r.status == (honoured ? 206 : 200) && r.body.count == (honoured ? 10 : 100_000), "\(ifRange): \(r.status), \(r.body.count) bytes")
+            #expect(r.body == first.body.prefix(r.body.count))
+        }
+    }
+
     /// Flips the byte at `offset` of the one object stored in `cache`, in place.
     func flipByte(at offset: UInt64, inTheOnlyObjectOf cache: String) throws {
         let files = try Live.dataFiles(in: cache)
