@@ -96,6 +96,31 @@ struct TrackerSessionTests {
         new.feed.finish()
     }
 
+    /// The same peer id from another URL is refused while the session it would replace is
+    /// live: a node's id cannot be taken over and pointed at a liar (whose audits would ban
+    /// the node). A silent session is replaced.
+    @Test func aLoginFromAnotherURLCannotTakeOverALiveSession() async throws {
+        let tracker = SwarmTracker(appID: "app", secret: Self.secret, logger: Logger(label: "test"))
+        let (first, _) = try await open(tracker, peer: "owned")
+        let impostor = Connection()
+        let run = Task { await tracker.serve(impostor.inbound) { text in impostor.sent.withLock { $0.append(SwarmMessage(json: text)!) } } }
+        impostor.feed.yield(SwarmMessage.login(LoginProof.sign(appID: "app", peerID: "owned", secret: Self.secret), url: "http://liar").json)
+        #expect(await run.value == LoginRefusal.peerInUse.rawValue)
+        #expect(impostor.sent.withLock { $0.first?.type } == "refused")
+        first.feed.yield(SwarmMessage(type: "ping").json)
+        try await first.waitFor(2)
+        #expect(first.sent.withLock { $0.last?.type } == "pong", "the node keeps its session")
+        // Once its session is silent (three heartbeats), another URL may log in under the id.
+        tracker.expireSilent(now: .now + tracker.heartbeat * 3 + .seconds(1))
+        let later = Connection()
+        _ = Task { await tracker.serve(later.inbound) { text in later.sent.withLock { $0.append(SwarmMessage(json: text)!) } } }
+        later.feed.yield(SwarmMessage.login(LoginProof.sign(appID: "app", peerID: "owned", secret: Self.secret), url: "http://moved").json)
+        try await later.waitFor(1)
+        #expect(later.sent.withLock { $0.first?.type } == "welcome")
+        first.feed.finish()
+        later.feed.finish()
+    }
+
     /// A tracker host whose `prepare` stalls until `release()`: the registry's writes on a
     /// disk that is slow for a moment, which a real disk cannot be made to show on demand.
     final class StalledHost: TrackerHost {

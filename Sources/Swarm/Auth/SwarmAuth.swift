@@ -51,6 +51,7 @@ public enum LoginRefusal: String, Error, Sendable {
     case stale = "timestamp outside the replay window"
     case replayed = "nonce already used"
     case banned = "peer banned for bad pieces"
+    case peerInUse = "the peer id is logged in from another URL"
     case badURL = "the peer URL must be http(s)://HOST[:PORT][/PATH], with no user, query or fragment"
 }
 

@@ -219,11 +219,15 @@ public final class SwarmTracker: Sendable {
         }
         guard Self.isPeerURL(url) else { return .failure(.badURL) }
         if state.withLock({ $0.banned.contains(peer) }) { return .failure(.banned) }
-        state.withLock { s in
-            // A node that logs in again replaces its old session.
-            s.sessions[peer] = Session(url: url, connection: connection, lastSeen: .now, send: send)
+        let now = ContinuousClock.now
+        return state.withLock { s -> Result<String, LoginRefusal> in
+            // A node that logs in again replaces its old session, from the same URL. From
+            // another, only once the old session is silent: else anyone holding the secret
+            // could take over a node's id, point its URL at a liar and have it banned.
+            if let old = s.sessions[peer], old.url != url, now - old.lastSeen <= heartbeat * 3 { return .failure(.peerInUse) }
+            s.sessions[peer] = Session(url: url, connection: connection, lastSeen: now, send: send)
+            return .success(peer)
         }
-        return .success(peer)
     }
 
     private func leave(_ peer: String, connection: UInt64) {
