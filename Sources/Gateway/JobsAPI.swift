@@ -134,13 +134,15 @@ extension GatewayResponder {
         }
         let states = node.prepareQueue.states(ofObjects: ids)
         let ready = node.registry.readyIDs(ids)
+        // A finished job may have left the list (the newest 1,000 are kept): the registry says.
+        let failed = states.contains(nil) ? node.registry.failedIDs(ids) : []
         var counts: [String: Int] = [:]
         for (id, state) in zip(ids, states) {
             let name: String
             switch state {
             case .done?: name = ready.contains(id) ? "done" : "queued"
             case let other?: name = other.rawValue
-            case nil: name = ready.contains(id) ? "done" : "unknown"
+            case nil: name = ready.contains(id) ? "done" : failed.contains(id) ? "failed" : "unknown"
             }
             counts[name, default: 0] += 1
         }

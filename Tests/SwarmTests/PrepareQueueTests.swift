@@ -44,6 +44,26 @@ struct PrepareQueueTests {
         #expect(registry.checksums(key(0)) == checksums)
     }
 
+    /// Failed and cancelled jobs count among the finished ones kept: a flood of objects an
+    /// origin lacks no longer stays in the jobs table for good. Queued jobs are never dropped.
+    @Test func failedAndCancelledJobsBeyondTheLimitAreDroppedToo() throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let storage = try SQLiteRegistryStorage(path: folder + "/registry-failed.sqlite")
+        let registry = try ChecksumRegistry(storage: storage, logger: logger)
+        let states: [PrepareJob.State] = [.failed, .cancelled, .queued]
+        for i in 0..<30 {
+            var job = PrepareJob(key: key(i), url: "http://cdn.example.com/seg-\(i).ts", pieceSize: 1024, sequence: Int64(i + 1))
+            job.state = states[i % 3]
+            try storage.save(jobs: [job])
+        }
+        let q = try queue(storage, registry: registry, keepDone: 10)
+        let kept = q.jobs()
+        #expect(kept.filter { $0.state == .queued }.count == 10, "queued jobs stay")
+        let finished = kept.filter { $0.state != .queued }
+        #expect(finished.count == 10 && finished.map(\.sequence).min() ?? 0 > 14, "the newest finished: \(finished.map(\.sequence))")
+        #expect(try storage.loadJobs().count == 20)
+    }
+
     /// A request waiting for a job to end (`--await-preparation`) is let go when the job is
     /// paused: it will not end soon. (The queue is not run here, so the job stays queued.)
     @Test func aWaitForAJobsEndEndsWhenTheJobIsPaused() async throws {

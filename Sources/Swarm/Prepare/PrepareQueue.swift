@@ -92,10 +92,13 @@ public final class PrepareQueue: Service, Sendable {
         finishedObserver.withLock { $0 = observer }
     }
 
-    /// Drops the oldest done jobs past `keepDone`, in memory and in storage.
+    /// Drops the oldest finished jobs (done, failed or cancelled) past `keepDone`, in memory
+    /// and in storage: failed ones too, or a flood of objects an origin lacks (or a node's
+    /// prepares for hosts it may not fetch) would stay in the jobs table for good. The
+    /// registry still says an object failed, and a prepare queues it again.
     private func pruneDone() {
         let dropped = state.withLock { s -> [String] in
-            let done = s.jobs.values.filter { $0.state == .done }
+            let done = s.jobs.values.filter { [.done, .failed, .cancelled].contains($0.state) }
             guard done.count > keepDone else { return [] }
             let old = done.sorted { $0.sequence < $1.sequence }.prefix(done.count - keepDone).map(\.id)
             for id in old {
@@ -499,7 +502,7 @@ public final class PrepareQueue: Service, Sendable {
             return current
         }
         if let finished {
-            defer { if finished.state == .done { pruneDone() } }
+            defer { if [.done, .failed, .cancelled].contains(finished.state) { pruneDone() } }
             switch outcome {
             case .success(let o):
                 registry.markReady(job.key, checksums: o.checksums, etag: o.etag, lastModified: o.lastModified, contentType: o.contentType, sourceURL: job.url)

@@ -41,6 +41,11 @@ public final class ChecksumRegistry: Sendable {
         entries.withLock { e in Set(ids.filter { id in e[id].map { $0.state == .ready && $0.checksums != nil } ?? false }) }
     }
 
+    /// Those of `ids` whose last preparation failed.
+    public func failedIDs(_ ids: [String]) -> Set<String> {
+        entries.withLock { e in Set(ids.filter { e[$0]?.state == .failed }) }
+    }
+
     /// The checksums of `key`, when it is ready.
     public func checksums(_ key: ObjectKey) -> PieceChecksums? { ready(key)?.checksums }
 
