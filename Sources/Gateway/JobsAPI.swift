@@ -128,7 +128,7 @@ extension GatewayResponder {
             throw GatewayFailure(.contentTooLarge, "body larger than \(Self.maxStatusBody) bytes")
         }
         guard let json = try? JSONSerialization.jsonObject(with: Data(data.readableBytesView)) as? [String: Any], let ids = json["ids"] as? [String],
-            ids.count <= Self.maxStatusIDs, ids.allSatisfy(Self.isObjectID)
+            ids.count <= Self.maxStatusIDs, ids.allSatisfy(ObjectKey.isID)
         else {
             throw GatewayFailure(.badRequest, "body must be {\"ids\": [object id, ...]}, \(Self.maxStatusIDs) at most")
         }
@@ -154,11 +154,6 @@ extension GatewayResponder {
     static let maxStatusIDs = 50_000
     /// The largest `/jobs/status` body: room for `maxStatusIDs` ids, however the JSON is spaced.
     static let maxStatusBody = maxStatusIDs * 128 + 4096
-
-    /// An object id: 64 lowercase hex digits.
-    static func isObjectID(_ s: String) -> Bool {
-        s.utf8.count == 64 && s.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
-    }
 
     /// The tracker's `/jobs`, on the host and port of its signalling URL
     /// (`ws://HOST:PORT/swarm/v1/ws`): where the objects it prepares for this node are listed.

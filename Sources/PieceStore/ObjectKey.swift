@@ -20,4 +20,9 @@ public struct ObjectKey: Hashable, Sendable, CustomStringConvertible {
     public func hash(into hasher: inout Hasher) { hasher.combine(id) }
 
     public var description: String { "\(xresid) \(host)\(path)" }
+
+    /// Whether `s` can be an object id: 64 lowercase hex digits (a SHA-256).
+    public static func isID(_ s: String) -> Bool {
+        s.utf8.count == 64 && s.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
+    }
 }

@@ -96,6 +96,31 @@ struct TrackerSessionTests {
         new.feed.finish()
     }
 
+    /// A session's announced objects are bounded (`maxObjectsPerSession`): past the bound a
+    /// node's further objects are not kept, and not handed out to others.
+    @Test func aSessionsAnnouncedObjectsAreBounded() async throws {
+        let tracker = SwarmTracker(appID: "app", secret: Self.secret, maxObjectsPerSession: 10, logger: Logger(label: "test"))
+        let (holder, _) = try await open(tracker, peer: "holder")
+        var have = SwarmMessage(type: "have")
+        have.objects = (0..<15).map { "h\($0)" }
+        holder.feed.yield(have.json)
+        have.objects = ["h15"]
+        holder.feed.yield(have.json)
+        let (asker, _) = try await open(tracker, peer: "asker")
+        var answers: [[String]] = []
+        for (i, object) in ["h0", "h9", "h10", "h15"].enumerated() {
+            var want = SwarmMessage(type: "want")
+            want.object = object
+            want.rid = i + 1
+            asker.feed.yield(want.json)
+            try await asker.waitFor(2 + i)
+            answers.append(asker.sent.withLock { $0.last?.peers?.map(\.peerId) ?? [] })
+        }
+        #expect(answers == [["holder"], ["holder"], [], []])
+        holder.feed.finish()
+        asker.feed.finish()
+    }
+
     /// The same peer id from another URL is refused while the session it would replace is
     /// live: a node's id cannot be taken over and pointed at a liar (whose audits would ban
     /// the node). A silent session is replaced.

@@ -44,6 +44,10 @@ public final class SwarmTracker: Sendable {
     public let banAfter: Int
     /// Messages a connection may send per second (burst twice that) before it is closed.
     public let messagesPerSecond: Double
+    /// Objects one session may announce as held, at most (a million ids are about 100 MB):
+    /// past it a node's further objects are not handed out, and the tracker's memory is not
+    /// spent without end.
+    public let maxObjectsPerSession: Int
     let verifier: LoginVerifier
     let secret: String
     /// The checksum registry and the first seed: the node the tracker runs in.
@@ -68,8 +72,9 @@ public final class SwarmTracker: Sendable {
 
     public init(
         appID: String, secret: String, heartbeat: Duration = .seconds(10), peersPerWant: Int = 5, banAfter: Int = 3,
-        messagesPerSecond: Double = 500, host: (any TrackerHost)? = nil, logger: Logger
+        messagesPerSecond: Double = 500, maxObjectsPerSession: Int = 1_000_000, host: (any TrackerHost)? = nil, logger: Logger
     ) {
+        self.maxObjectsPerSession = maxObjectsPerSession
         self.host = host
         self.verifier = LoginVerifier(appID: appID, secret: secret)
         self.secret = secret
@@ -252,12 +257,19 @@ public final class SwarmTracker: Sendable {
         case "ping":
             return SwarmMessage(type: "pong")
         case "have":
-            state.withLock { s in s.sessions[peer]?.objects.formUnion(m.objects ?? []) }
-            tellDropped(m.objects ?? [], to: peer)
+            // `maxObjectsPerSession` at most: what a node announces is kept for its session,
+            // and a session's memory is bounded.
+            let announced = state.withLock { s -> [String] in
+                guard let held = s.sessions[peer]?.objects.count else { return [] }
+                let taken = Array((m.objects ?? []).prefix(max(0, maxObjectsPerSession - held)))
+                s.sessions[peer]?.objects.formUnion(taken)
+                return taken
+            }
+            tellDropped(announced, to: peer)
             // Objects just stored mean a player got there: read-ahead moves on. Everything a
             // node holds, announced at its login (`whole`), is mostly long played: a restarted
             // tracker would open a window past each of them for players long gone.
-            if let host, m.whole != true { watch(host.reached(m.objects ?? [], remember: false), for: peer, host: host) }
+            if let host, m.whole != true { watch(host.reached(announced, remember: false), for: peer, host: host) }
             return nil
         case "lost":
             state.withLock { s in s.sessions[peer]?.objects.subtract(m.objects ?? []) }
@@ -302,6 +314,7 @@ public final class SwarmTracker: Sendable {
         let preparing = Set(host.prepare(ahead, whole: m.whole ?? false, retry: m.retry ?? false).map(\.key.id))
         watch(Array(ahead.prefix(Self.pushAhead)), preparing: preparing, for: peer, host: host)
     }
+
 
     /// Read-ahead objects whose readiness a node is told of unasked: the first of a playlist's,
     /// where its players start (the rest come by prefetch and `sums` as they play).
