@@ -287,7 +287,7 @@ public final class SwarmNode: Sendable {
     public func prepareWhole(_ refs: [ObjectRef]) async -> String? {
         guard !refs.isEmpty else { return nil }
         if let link { return await link.prepareQueued(refs) }
-        prepareQueue.enqueue(refs.map { ($0.key, $0.url) }, urgent: false, retry: true)
+        prepareAhead(refs, whole: true, retry: true)
         return nil
     }
 

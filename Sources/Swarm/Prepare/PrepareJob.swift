@@ -5,6 +5,9 @@ import PieceStore
 public struct PrepareJob: Sendable {
     public enum State: String, Sendable {
         case queued, running, paused, done, failed, cancelled
+
+        /// Done, failed or cancelled: nothing runs it again unless it is asked for again.
+        public var isFinished: Bool { self == .done || self == .failed || self == .cancelled }
     }
 
     public let key: ObjectKey

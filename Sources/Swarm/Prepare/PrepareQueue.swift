@@ -83,7 +83,7 @@ public final class PrepareQueue: Service, Sendable {
         }
         state = Mutex(s)
         (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        pruneDone()
+        pruneFinished()
     }
 
     /// Calls `observer` with each object whose preparation ended, done (the registry has its
@@ -96,11 +96,11 @@ public final class PrepareQueue: Service, Sendable {
     /// and in storage: failed ones too, or a flood of objects an origin lacks (or a node's
     /// prepares for hosts it may not fetch) would stay in the jobs table for good. The
     /// registry still says an object failed, and a prepare queues it again.
-    private func pruneDone() {
+    private func pruneFinished() {
         let dropped = state.withLock { s -> [String] in
-            let done = s.jobs.values.filter { [.done, .failed, .cancelled].contains($0.state) }
-            guard done.count > keepDone else { return [] }
-            let old = done.sorted { $0.sequence < $1.sequence }.prefix(done.count - keepDone).map(\.id)
+            let finished = s.jobs.values.filter(\.state.isFinished)
+            guard finished.count > keepDone else { return [] }
+            let old = finished.sorted { $0.sequence < $1.sequence }.prefix(finished.count - keepDone).map(\.id)
             for id in old {
                 s.jobs[id] = nil
                 s.heads[id] = nil
@@ -502,7 +502,7 @@ public final class PrepareQueue: Service, Sendable {
             return current
         }
         if let finished {
-            defer { if [.done, .failed, .cancelled].contains(finished.state) { pruneDone() } }
+            defer { if finished.state.isFinished { pruneFinished() } }
             switch outcome {
             case .success(let o):
                 registry.markReady(job.key, checksums: o.checksums, etag: o.etag, lastModified: o.lastModified, contentType: o.contentType, sourceURL: job.url)

@@ -44,6 +44,8 @@ public final class SwarmTracker: Sendable {
     public let banAfter: Int
     /// Messages a connection may send per second (burst twice that) before it is closed.
     public let messagesPerSecond: Double
+    /// How long a session may send nothing before it is over: three heartbeats.
+    var silentAfter: Duration { heartbeat * 3 }
     /// Objects one session may announce as held, at most (a million ids are about 100 MB):
     /// past it a node's further objects are not handed out, and the tracker's memory is not
     /// spent without end.
@@ -229,7 +231,7 @@ public final class SwarmTracker: Sendable {
             // A node that logs in again replaces its old session, from the same URL. From
             // another, only once the old session is silent: else anyone holding the secret
             // could take over a node's id, point its URL at a liar and have it banned.
-            if let old = s.sessions[peer], old.url != url, now - old.lastSeen <= heartbeat * 3 { return .failure(.peerInUse) }
+            if let old = s.sessions[peer], old.url != url, now - old.lastSeen <= silentAfter { return .failure(.peerInUse) }
             s.sessions[peer] = Session(url: url, connection: connection, lastSeen: now, send: send)
             return .success(peer)
         }
@@ -584,7 +586,7 @@ public final class SwarmTracker: Sendable {
     /// Ends sessions silent for three heartbeats (their connections end on their next message).
     public func expireSilent(now: ContinuousClock.Instant = .now) {
         state.withLock { s in
-            s.sessions = s.sessions.filter { now - $0.value.lastSeen <= heartbeat * 3 }
+            s.sessions = s.sessions.filter { now - $0.value.lastSeen <= silentAfter }
         }
     }
 }
