@@ -26,6 +26,9 @@ public final class GatewayResponder: HTTPResponder {
     public let uploads: UploadSwitch
     let variables: StreamVariables
     let queuedPlaylists = RecentlyQueued(interval: .seconds(60))
+    /// VOD lists being planned for read-ahead, one at a time (`SerialWork`): a list refused
+    /// there is not claimed, and is planned when it is read again.
+    let readAheadPlans = SerialWork(label: "swarmgate.read-ahead-plans", maxQueued: 8)
     /// Live playlists and MPDs whose newest segments were looked at lately (`liveListingDue`:
     /// by time, and by content), and the live objects queued for preparation (each once).
     let liveRefreshes = RecentlyQueued(interval: .seconds(1))
@@ -334,7 +337,9 @@ public final class GatewayResponder: HTTPResponder {
                 let result = try HLSRewriter(playlistURL: effective, options: options).rewrite(body)
                 if result.kind == .master, !result.variables.isEmpty { variables.set(proxy.xresid.value, result.variables) }
                 if result.kind == .media {
-                    if readAhead { prepareAhead(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query) }
+                    if readAhead && !prepareAhead(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query) {
+                        skippedReadAhead(playlist)
+                    }
                     if liveTail {
                         let queued = prepareLiveTail(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query)
                         if !lowLatency { held = queued }
@@ -370,10 +375,11 @@ public final class GatewayResponder: HTTPResponder {
                         }
                     }
                 } else if queuedPlaylists.claim(mpd) {
-                    Task.detached(priority: .utility) { [self] in
+                    let queued = readAheadPlans.submit { [self] in
                         guard let listed = try? rewriteDASH(body, url: effective, xresid: proxy.xresid, collectSegments: true) else { return }
                         prepareAhead(listed.segments, xresid: proxy.xresid, mpdQuery: query)
                     }
+                    if !queued { skippedReadAhead(mpd) }
                 }
                 contentType = "application/dash+xml"
             }
@@ -518,9 +524,18 @@ public final class GatewayResponder: HTTPResponder {
     }
 
     /// Queues a VOD playlist's objects for preparation in playback order, in the background,
-    /// so that they are usually ready when the player asks.
-    func prepareAhead(_ references: [HLSReference], xresid: XResID, playlistQuery: String?) {
+    /// so that they are usually ready when the player asks. False when it is not planned
+    /// (`readAheadPlans` is full).
+    func prepareAhead(_ references: [HLSReference], xresid: XResID, playlistQuery: String?) -> Bool {
         prepareAhead(mediaObjects(references, xresid: xresid, playlistQuery: playlistQuery))
+    }
+
+    /// A VOD list (playlist or MPD) `name` read for read-ahead was not planned: too many lists
+    /// wait to be. It is planned when it is read again.
+    func skippedReadAhead(_ name: String) {
+        queuedPlaylists.release(name)
+        stats.countSkippedReadAhead()
+        logger.debug("read-ahead plans are queued to the bound: a list is not planned", metadata: ["list": "\(name)"])
     }
 
     /// Queues the newest segments of a live playlist for preparation, each once, as the node
@@ -594,10 +609,13 @@ public final class GatewayResponder: HTTPResponder {
         return .milliseconds(Int64(min(max(seconds / 4, range.lowerBound), range.upperBound) * 1000))
     }
 
-    /// Queues a list's objects (in playback order) for preparation, in the background;
-    /// `prefetchFirst`: in a swarm, its first segments are fetched from peers now.
-    func prepareAhead(_ objects: [(key: ObjectKey, url: String, duration: Double?)], prefetchFirst: Bool = true) {
-        guard !objects.isEmpty else { return }
+    /// Queues a list's objects (in playback order) for preparation, in the background
+    /// (`readAheadPlans`), or now when `planNow` (in that background already); `prefetchFirst`:
+    /// in a swarm, its first segments are fetched from peers now. False when it is not
+    /// planned, `readAheadPlans` being full.
+    @discardableResult
+    func prepareAhead(_ objects: [(key: ObjectKey, url: String, duration: Double?)], prefetchFirst: Bool = true, planNow: Bool = false) -> Bool {
+        guard !objects.isEmpty else { return true }
         let refs = objects.map { ObjectRef(key: $0.key, url: $0.url, duration: $0.duration) }
         playOrder.record(refs, durations: objects.map(\.duration))
         // A player asks for the first segments next: in a swarm, those ready are fetched from
@@ -606,7 +624,11 @@ public final class GatewayResponder: HTTPResponder {
             prefetch(Array(refs.prefix(configuration.prefetchSegments)))
         }
         let node = node
-        Task.detached(priority: .utility) { node.prepareAhead(refs) }
+        if planNow {
+            _ = node.prepareAhead(refs)
+            return true
+        }
+        return readAheadPlans.submit { _ = node.prepareAhead(refs) }
     }
 
     /// Streams a media object from the origin. When the client asked for a range and the origin
@@ -821,6 +843,11 @@ final class RecentlyQueued: Sendable {
     init(interval: Duration, capacity: Int = 10_000) {
         self.interval = interval
         self.capacity = max(2, capacity)
+    }
+
+    /// Forgets `name`'s claim: the next `claim(name)` succeeds.
+    func release(_ name: String) {
+        _ = claimed.withLock { $0.removeValue(forKey: name) }
     }
 
     /// True when `name` was not claimed within the interval (and claims it now).

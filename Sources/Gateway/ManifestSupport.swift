@@ -21,12 +21,13 @@ extension GatewayResponder {
 
     /// Queues a static MPD's segments for preparation, one Representation after another, as a
     /// VOD playlist's are: each Representation is a list that read-ahead and prefetch follow.
+    /// Runs on `readAheadPlans`, which plans each list now.
     func prepareAhead(_ lists: [DASHSegmentList], xresid: XResID, mpdQuery: String?) {
         for list in lists {
             let items = list.segments.lazy.compactMap { s in (try? OriginURL(s.url)).map { (origin: $0, duration: s.duration) } }
             // No prefetch when the MPD is read: it lists every Representation, and a player
             // plays one of them.
-            prepareAhead(listedObjects(items, xresid: xresid, listQuery: mpdQuery), prefetchFirst: false)
+            prepareAhead(listedObjects(items, xresid: xresid, listQuery: mpdQuery), prefetchFirst: false, planNow: true)
         }
     }
 

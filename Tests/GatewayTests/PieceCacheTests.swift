@@ -630,6 +630,29 @@ final class PieceCacheTests {
         #expect(try await settledJobSegments(port, name + "-lo").isEmpty, "the Representation not played")
     }
 
+    /// Streams that open a long static MPD faster than the node plans its read-ahead are not
+    /// all queued: each plan lists every segment under the stream's xresid, and a flood of
+    /// 120 streams opening a 24-hour MPD once took a gateway to 4.6 GB and four minutes of
+    /// CPU. Past the bound, a stream's MPD is answered as always, not read ahead, and counted.
+    @Test func streamsOpeningALongMPDFasterThanItIsPlannedAreNotAllQueued() async throws {
+        let (g, port) = try gateway()
+        defer { g.stop() }
+        let name = "long-\(UUID().uuidString.prefix(8))"
+        // 48 hours of 4 s segments in two Representations: 86,400 objects per stream.
+        let streams = 30
+        let urls = (0..<streams).map { proxied(port, "/dash/\(name).mpd?segments=43200&size=1000&xresid=flood\($0)") }
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for url in urls { group.addTask { try await HTTP.get(url).status } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(statuses == Array(repeating: 200, count: streams))
+        let metrics = try await HTTP.get("http://127.0.0.1:\(port)/metrics").text
+        let skipped = try #require(metrics.firstMatch(of: #/\nswarmgate_read_ahead_skipped_total (\d+)/#)).1
+        // The plans queue holds 8, and each takes seconds here: most of the 30 were refused.
+        #expect(Int(skipped) ?? 0 >= streams - 8 - 4, "\(skipped) refused")
+        #expect(try await HTTP.get("http://127.0.0.1:\(port)/health").status == 200)
+    }
+
     /// A dynamic MPD's newest segments are prepared as the node reads it, as a live
     /// playlist's are, but only for the Representations its players play: the MPD lists them
     /// all. The tail is the newest segments within three of their durations of the live edge.

@@ -14,6 +14,15 @@ struct RecentlyQueuedTests {
         #expect(memo.claim("b"))
     }
 
+    /// A list whose read-ahead plan was refused is released, and claimed by its next reader.
+    @Test func aReleasedNameIsClaimedAgain() {
+        let memo = RecentlyQueued(interval: .seconds(600))
+        #expect(memo.claim("a"))
+        memo.release("a")
+        #expect(memo.claim("a"))
+        #expect(!memo.claim("a"))
+    }
+
     /// Past its capacity the memo forgets the older half of its claims, not all of them: the
     /// newest names stay claimed, so their lists are not queued again.
     @Test func pastItsCapacityTheOlderClaimsGoFirst() {

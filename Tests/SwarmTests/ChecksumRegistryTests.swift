@@ -94,8 +94,8 @@ struct ChecksumRegistryTests {
         func save(jobs: [PrepareJob]) throws(RegistryError) { try file.save(jobs: jobs) }
         func deleteJobs(_ ids: [String]) throws(RegistryError) { try file.deleteJobs(ids) }
         func loadPlaylists() throws(RegistryError) -> [(name: String, refs: [ObjectRef])] { try file.loadPlaylists() }
-        func savePlaylist(_ playlist: (name: String, refs: [ObjectRef])?, dropping dropped: [String]) throws(RegistryError) {
-            try file.savePlaylist(playlist, dropping: dropped)
+        func savePlaylists(_ changes: [(name: String, refs: [ObjectRef]?)]) throws(RegistryError) {
+            try file.savePlaylists(changes)
         }
         func ping() throws(RegistryError) { try file.ping() }
     }

@@ -86,6 +86,10 @@ public final class TrafficStats: Sendable {
             descriptor: Self.descriptor("live_holds", unit: "total", "Live playlists' and MPDs' answers held for their new segments to be ready."))
         liveHoldMilliseconds = registry.makeCounter(
             descriptor: Self.descriptor("live_hold_milliseconds", unit: "total", "Milliseconds those answers were held, summed."))
+        skippedReadAhead = registry.makeCounter(
+            descriptor: Self.descriptor(
+                "read_ahead_skipped", unit: "total",
+                "VOD playlists and MPDs read while too many lists waited to be planned for read-ahead: not planned until read again."))
     }
 
     private let peersGauge: Gauge
@@ -93,6 +97,10 @@ public final class TrafficStats: Sendable {
     private let diskShortages: Counter
     private let liveHolds: Counter
     private let liveHoldMilliseconds: Counter
+    private let skippedReadAhead: Counter
+
+    /// A VOD list was read while too many waited to be planned for read-ahead, and was not.
+    public func countSkippedReadAhead() { skippedReadAhead.increment() }
 
     /// A live playlist's or MPD's answer was held `held` for its new segments.
     public func noteLiveHold(_ held: Duration) {

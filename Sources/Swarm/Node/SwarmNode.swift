@@ -120,22 +120,9 @@ public final class SwarmNode: Sendable {
         }
         self.origin = origin
         // The playlists read ahead are kept beside the jobs: after a restart, players who read
-        // a playlist before it (VOD players read it once) still move the window on. Written in
-        // the order the window changed, on a queue of their own (a long VOD's list is a few
-        // MB of JSON): neither the window's lock nor Swift's thread pool waits on SQLite.
-        let keeper = storage
-        let writes = DispatchQueue(label: "swarmgate.read-ahead-playlists")
-        let failures = RepeatedFailureLog("cannot keep the read-ahead playlists", logger: logger)
-        self.readAhead = ReadAheadWindow(ahead: readAhead) { planned, dropped in
-            writes.async {
-                do {
-                    try keeper.savePlaylist(planned, dropping: dropped)
-                    failures.succeeded()
-                } catch {
-                    failures.failed(["error": "\(error)"])
-                }
-            }
-        }
+        // a playlist before it (VOD players read it once) still move the window on.
+        let writes = ReadAheadWrites(storage: storage, failures: RepeatedFailureLog("cannot keep the read-ahead playlists", logger: logger))
+        self.readAhead = ReadAheadWindow(ahead: readAhead) { planned, dropped in writes.record(planned, dropped: dropped) }
         do { self.readAhead.restore(try storage.loadPlaylists()) } catch {
             logger.warning("cannot read the read-ahead playlists", metadata: ["error": "\(error)"])
         }

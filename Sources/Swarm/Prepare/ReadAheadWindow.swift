@@ -117,7 +117,7 @@ public final class ReadAheadWindow: Sendable {
             } else {
                 id = s.next
                 let dropped = Self.add(name, refs, id: id, maxObjects: maxObjects, &s)
-                keep?((name, refs), dropped)
+                keep?((name, s.lists[id]!.refs), dropped)
             }
             guard !s.pending.isEmpty else { return [] }
             // Objects of this list reached before it was planned.

@@ -11,9 +11,10 @@ public protocol RegistryStorage: Sendable {
     func deleteJobs(_ ids: [String]) throws(RegistryError)
     /// The playlists read ahead (`ReadAheadWindow`), least recently planned first.
     func loadPlaylists() throws(RegistryError) -> [(name: String, refs: [ObjectRef])]
-    /// Keeps a playlist read ahead (replacing one of the same name), and forgets those dropped
-    /// from the window, in one transaction.
-    func savePlaylist(_ playlist: (name: String, refs: [ObjectRef])?, dropping dropped: [String]) throws(RegistryError)
+    /// Writes changes to the playlists read ahead in one transaction, in order: a playlist's
+    /// objects (replacing one of the same name, now the most recently planned), or nil for a
+    /// playlist dropped from the window.
+    func savePlaylists(_ changes: [(name: String, refs: [ObjectRef]?)]) throws(RegistryError)
     /// Succeeds when the storage answers (for `/ready`).
     func ping() throws(RegistryError)
 }

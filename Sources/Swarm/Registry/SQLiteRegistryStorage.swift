@@ -148,7 +148,7 @@ public final class SQLiteRegistryStorage: RegistryStorage {
         do {
             let decoder = JSONDecoder()
             return try database.read { db in
-                try Row.fetchAll(db, sql: "SELECT name, refs FROM read_ahead_playlists ORDER BY planned").compactMap { row in
+                try Row.fetchAll(db, sql: "SELECT name, refs FROM read_ahead_playlists ORDER BY planned, rowid").compactMap { row in
                     let refs: Data = row["refs"]
                     return (try? decoder.decode([ObjectRef].self, from: refs)).map { (row["name"], $0) }
                 }
@@ -158,19 +158,26 @@ public final class SQLiteRegistryStorage: RegistryStorage {
         }
     }
 
-    public func savePlaylist(_ playlist: (name: String, refs: [ObjectRef])?, dropping dropped: [String]) throws(RegistryError) {
+    public func savePlaylists(_ changes: [(name: String, refs: [ObjectRef]?)]) throws(RegistryError) {
+        guard !changes.isEmpty else { return }
         do {
-            let encoded = try playlist.map { try JSONEncoder().encode($0.refs) }
+            let encoder = JSONEncoder()
+            let encoded = try changes.map { change in try change.refs.map { try encoder.encode($0) } }
+            let now = Date().timeIntervalSince1970
             try database.write { db in
-                for old in dropped { try db.execute(sql: "DELETE FROM read_ahead_playlists WHERE name = ?", arguments: [old]) }
-                if let playlist, let encoded {
-                    try db.execute(
-                        sql: "INSERT OR REPLACE INTO read_ahead_playlists (name, refs, planned) VALUES (?, ?, ?)",
-                        arguments: [playlist.name, encoded, Date().timeIntervalSince1970])
+                for (change, refs) in zip(changes, encoded) {
+                    if let refs {
+                        // A replaced row is inserted anew, so rowid orders those planned at once.
+                        try db.execute(
+                            sql: "INSERT OR REPLACE INTO read_ahead_playlists (name, refs, planned) VALUES (?, ?, ?)",
+                            arguments: [change.name, refs, now])
+                    } else {
+                        try db.execute(sql: "DELETE FROM read_ahead_playlists WHERE name = ?", arguments: [change.name])
+                    }
                 }
             }
         } catch {
-            throw RegistryError("cannot write a read-ahead playlist: \(error)")
+            throw RegistryError("cannot write the read-ahead playlists: \(error)")
         }
     }
 
