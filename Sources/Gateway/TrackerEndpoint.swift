@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 import HummingbirdWebSocket
@@ -16,7 +17,21 @@ enum TrackerEndpoint {
     static func server(_ tracker: SwarmTracker?) -> HTTPServerBuilder {
         guard let tracker else { return .http1(configuration: .init(idleTimeout: idleTimeout)) }
         let gate = LoginGate()
-        return .http1WebSocketUpgrade(configuration: .init(http1: .init(idleTimeout: idleTimeout))) { request, _, _ in
+        let configuration = HTTP1WebSocketUpgradeChannel.Configuration(http1: .init(idleTimeout: idleTimeout))
+        // Until a connection's first request head, Hummingbird watches neither its idleness nor
+        // malformed requests on an upgradable channel (`FirstRequestGuard`).
+        return HTTPServerBuilder { responder in
+            GuardedFirstRequest(
+                inner: HTTP1WebSocketUpgradeChannel(responder: responder, configuration: configuration, shouldUpgrade: upgrade(tracker, gate)),
+                deadline: idleTimeout)
+        }
+    }
+
+    /// Upgrades requests for `path` to the tracker's signalling.
+    static func upgrade(
+        _ tracker: SwarmTracker, _ gate: LoginGate
+    ) -> @Sendable (HTTPRequest, any Channel, Logger) async throws -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> {
+        { request, _, _ in
             guard request.path == path else { return .dontUpgrade }
             return .upgrade([:]) { inbound, outbound, _ in
                 // Before its login a connection is anyone's: a few at once, each for a

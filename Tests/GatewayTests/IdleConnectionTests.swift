@@ -23,8 +23,9 @@ struct IdleConnectionTests {
         defer { n.stop() }
         let started = ContinuousClock.now
         let finished = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+        let halfSent = "GET /health HTTP/1.1\r\nHo"
         let cases: [(port: Int, send: String)] = [
-            (port, finished), (nodePort, finished), (nodePort, ""), (nodePort, "GET /health HTTP/1.1\r\nHo"),
+            (port, finished), (port, ""), (port, halfSent), (nodePort, finished), (nodePort, ""), (nodePort, halfSent),
         ]
         let closed = try await withThrowingTaskGroup(of: (Int, Duration?).self) { group in
             for (i, c) in cases.enumerated() {
@@ -47,17 +48,25 @@ enum RawConnection {
     /// Connects to `port`, sends `send`, reads (and drops) what comes until the peer closes:
     /// how long after the connection that was, or nil if it was still open `within`.
     static func closedByPeer(port: Int, send: String, within: Duration) async throws -> Duration? {
+        try await exchange(port: port, send: Array(send.utf8), within: within).closedAfter
+    }
+
+    /// Connects to `port`, sends `send`, and reads until the peer closes: what came, and how
+    /// long after the connection it closed (nil if it was still open `within`).
+    static func exchange(port: Int, send: [UInt8], within: Duration) async throws -> (received: [UInt8], closedAfter: Duration?) {
         let fd = try HTTP.connectLoopback(port: port)
         defer { close(fd) }
         let opened = ContinuousClock.now
-        if !send.isEmpty { _ = send.utf8CString.withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count - 1) } }
+        if !send.isEmpty { _ = send.withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count) } }
         var buffer = [UInt8](repeating: 0, count: 4096)
+        var received: [UInt8] = []
         while ContinuousClock.now - opened < within {
             let n = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
-            if n == 0 { return ContinuousClock.now - opened }
-            if n < 0 && errno != EAGAIN && errno != EWOULDBLOCK { return ContinuousClock.now - opened }  // reset
-            if n < 0 { try await Task.sleep(for: .milliseconds(100)) }
+            if n > 0 { received += buffer[..<n] }
+            if n == 0 { return (received, ContinuousClock.now - opened) }
+            if n < 0 && errno != EAGAIN && errno != EWOULDBLOCK { return (received, ContinuousClock.now - opened) }  // reset
+            if n < 0 { try await Task.sleep(for: .milliseconds(20)) }
         }
-        return nil
+        return (received, nil)
     }
 }

@@ -78,8 +78,10 @@ struct ReadAheadWritesTests {
         let queue = DispatchQueue(label: "test.read-ahead-writes")
         let writes = ReadAheadWrites(storage: storage, queue: queue, failures: RepeatedFailureLog("test", logger: Logger(label: "test")))
         storage.failing.store(true, ordering: .sequentiallyConsistent)
+        queue.suspend()
         writes.record(("a", Self.list("a", 3)), dropped: [])
         writes.record(("b", Self.list("b", 3)), dropped: [])
+        queue.resume()
         await Self.drained(queue)
         #expect(try storage.loadPlaylists().isEmpty)
 

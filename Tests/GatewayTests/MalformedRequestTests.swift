@@ -1,0 +1,39 @@
+import Foundation
+import Testing
+import TestScratch
+
+/// A request that HTTP/1.1 cannot parse is answered 400 and its connection closed at once, on
+/// both kinds of gateway: one with its embedded tracker (an upgradable server, for WebSocket
+/// logins) sent nothing back and held the connection open; a node without one answered.
+@Suite("Malformed requests")
+struct MalformedRequestTests {
+    static let malformed: [(name: String, bytes: [UInt8])] = [
+        ("a bare LF", Array("GET /health HTTP/1.1\nHost: x\n\n".utf8)),
+        ("a NUL in the target", Array("GET /he".utf8) + [0] + Array("alth HTTP/1.1\r\nHost: x\r\n\r\n".utf8)),
+        ("an obs-fold", Array("GET /health HTTP/1.1\r\nHost: x\r\nX-A: a\r\n b\r\n\r\n".utf8)),
+        ("Content-Length with Transfer-Encoding", Array("POST /prepare HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n".utf8)),
+        ("a TLS hello", [0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03] + Array(repeating: 0x61, count: 50) + Array("\r\n\r\n".utf8)),
+        ("a request line of 90 KB", Array("GET /\(String(repeating: "a", count: 90_000)) HTTP/1.1\r\nHost: x\r\n\r\n".utf8)),
+    ]
+
+    @Test func malformedRequestsAreAnswered400AndClosedAtOnce() async throws {
+        let (g, port) = try Live.gateway([])
+        defer { g.stop() }
+        let secret = Scratch.path("malformed-secret")
+        try "malformed-test-secret\n".write(toFile: secret, atomically: true, encoding: .utf8)
+        let (n, nodePort) = try Live.gateway(["--tracker", "ws://127.0.0.1:\(port)/swarm/v1/ws", "--app-secret-file", secret])
+        defer { n.stop() }
+        for (kind, p) in [("with its tracker", port), ("without", nodePort)] {
+            for (name, bytes) in Self.malformed {
+                let (received, closed) = try await RawConnection.exchange(port: p, send: bytes, within: .seconds(10))
+                let text = String(decoding: received, as: UTF8.self)
+                #expect(text.hasPrefix("HTTP/1.1 400 "), "\(kind), \(name): \(text.prefix(80))")
+                #expect(closed.map { $0 < .seconds(5) } == true, "\(kind), \(name): closed after \(String(describing: closed))")
+            }
+            // The gateway still answers, and a good request after a good one is not affected.
+            #expect(try await HTTP.get("http://127.0.0.1:\(p)/health").status == 200)
+        }
+        // Hummingbird logs an upgrade torn down under it as an error; none is left for these.
+        #expect(!g.stderr.contains(" error "), "\(g.stderr.split(separator: "\n").filter { $0.contains(" error ") }.prefix(3))")
+    }
+}
