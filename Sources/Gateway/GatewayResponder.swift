@@ -238,7 +238,7 @@ public final class GatewayResponder: HTTPResponder {
         if !proxy.isKey && !manifestHint
             && (proxy.virtualHost == .file || Self.hasMediaExtension(path) || node.registry.entry(Self.objectKey(proxy)) != nil)
         {
-            return try await serveObject(proxy, clientRange: clientRange, ifRange: request.headers[.ifRange], method: request.method)
+            return try await serveObject(proxy, clientRange: clientRange, conditions: Conditions(request.headers), method: request.method)
         }
         let answer: OriginAnswer
         if let wait = Self.blockingReloadWait(proxy, configured: configuration.originIdleTimeout) {
@@ -271,7 +271,7 @@ public final class GatewayResponder: HTTPResponder {
         }
         if !proxy.isKey && answer.status == 200 {
             // A media object at a path that did not say so: it goes through the cache too.
-            return try await serveObject(proxy, clientRange: clientRange, ifRange: request.headers[.ifRange], method: request.method)
+            return try await serveObject(proxy, clientRange: clientRange, conditions: Conditions(request.headers), method: request.method)
         }
         return try streamMedia(remaining, proxy: proxy, clientRange: clientRange, head: first, method: request.method)
     }

@@ -33,7 +33,9 @@ extension GatewayResponder {
     }
 
     /// Serves `proxy` from the piece cache, or 302 while its checksums are not ready.
-    func serveObject(_ proxy: ProxyURL, clientRange: String?, ifRange: String? = nil, method: HTTPRequest.Method) async throws(GatewayFailure) -> Response {
+    func serveObject(
+        _ proxy: ProxyURL, clientRange: String?, conditions: Conditions = Conditions(), method: HTTPRequest.Method
+    ) async throws(GatewayFailure) -> Response {
         let key = Self.objectKey(proxy)
         liveRepresentations.requested(key.id)
         let entry: RegistryEntry
@@ -70,9 +72,16 @@ extension GatewayResponder {
         var headers: HTTPFields = [.acceptRanges: "bytes", .contentType: entry.contentType ?? "application/octet-stream"]
         if let etag = entry.etag { headers[.eTag] = etag }
         if let lastModified = entry.lastModified { headers[.lastModified] = lastModified }
+        // A client (or a cache before it) that holds this copy is told so (RFC 9110 13.2.2:
+        // before any range).
+        if conditions.holdsCopy(etag: entry.etag, lastModified: entry.lastModified) {
+            headers[.acceptRanges] = nil
+            headers[.contentType] = nil
+            return Response(status: .notModified, headers: headers, body: .init())
+        }
         // A range asked for under an If-Range that names another copy is not sent: the whole
         // object is (RFC 9110 13.1.5), so a resuming client never splices two copies.
-        let honoured = ifRange.map { Self.ifRangeHolds($0, etag: entry.etag, lastModified: entry.lastModified) } ?? true
+        let honoured = conditions.ifRange.map { Self.ifRangeHolds($0, etag: entry.etag, lastModified: entry.lastModified) } ?? true
         let range = try RangeAnswer(honoured ? clientRange : nil, length: layout.length)
         let (status, first, count) = (range.status, range.first, range.count)
         if let contentRange = range.contentRange { headers[.contentRange] = contentRange }
@@ -180,6 +189,45 @@ extension GatewayResponder {
                 try await flush()
                 try await writer.finish(nil)
             })
+    }
+
+    /// A request's preconditions on the copy served (RFC 9110 13.1).
+    struct Conditions: Sendable {
+        var ifRange: String?
+        var ifNoneMatch: String?
+        var ifModifiedSince: String?
+
+        init(ifRange: String? = nil, ifNoneMatch: String? = nil, ifModifiedSince: String? = nil) {
+            self.ifRange = ifRange
+            self.ifNoneMatch = ifNoneMatch
+            self.ifModifiedSince = ifModifiedSince
+        }
+
+        init(_ headers: HTTPFields) {
+            self.init(ifRange: headers[.ifRange], ifNoneMatch: headers[.ifNoneMatch], ifModifiedSince: headers[.ifModifiedSince])
+        }
+
+        /// Whether the client holds the copy served, so that it is answered 304: an
+        /// `If-None-Match` of `*` or naming its ETag (weak comparison), or, without an
+        /// `If-None-Match`, an `If-Modified-Since` no earlier than its Last-Modified.
+        func holdsCopy(etag: String?, lastModified: String?) -> Bool {
+            if let ifNoneMatch {
+                let tags = ifNoneMatch.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                if tags.contains("*") { return true }
+                guard let etag else { return false }
+                return tags.contains { Self.opaque($0) == Self.opaque(etag) }
+            }
+            guard let ifModifiedSince, let lastModified,
+                let since = GatewayResponder.httpDate(ifModifiedSince), let modified = GatewayResponder.httpDate(lastModified)
+            else { return false }
+            return modified <= since
+        }
+
+        /// An entity tag without its weakness indicator (`W/"x"` → `"x"`).
+        static func opaque(_ tag: some StringProtocol) -> Substring {
+            let t = Substring(tag)
+            return t.hasPrefix("W/") ? t.dropFirst(2) : t
+        }
     }
 
     /// Whether an `If-Range` value names the copy served: a strong entity tag equal to its

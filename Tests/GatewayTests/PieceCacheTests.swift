@@ -138,6 +138,43 @@ final class PieceCacheTests {
         }
     }
 
+    /// A client (or a cache before the gateway) that holds the cached copy is answered 304,
+    /// without a body: an If-None-Match naming its ETag (weakly, or among others) or `*`; else
+    /// an If-Modified-Since no earlier than its Last-Modified. It got the whole object again.
+    @Test func aClientThatHoldsTheCachedCopyIsAnswered304() async throws {
+        let (g, port) = try gateway()
+        defer { g.stop() }
+        let path = "/obj/inm.ts?size=100000"
+        let first = try await Live.whenReady(proxied(port, path))
+        let etag = try #require(first.headers["etag"])
+        let lastModified = try #require(first.headers["last-modified"])
+        let cases: [(headers: String, notModified: Bool)] = [
+            ("If-None-Match: \(etag)", true),
+            ("If-None-Match: W/\(etag)", true),
+            ("If-None-Match: \"other\", \(etag)", true),
+            ("If-None-Match: *", true),
+            ("If-None-Match: \"inm.ts-v0\"", false),
+            ("If-Modified-Since: \(lastModified)", true),
+            ("If-Modified-Since: Mon, 01 Jan 2001 00:00:00 GMT", false),
+            ("If-None-Match: \"other\"\r\nIf-Modified-Since: \(lastModified)", false),  // If-None-Match decides
+            ("If-None-Match: \(etag)\r\nRange: bytes=0-9", true),
+        ]
+        let target = "/hls.vod.p2p.com/127.0.0.1:\(originPort)\(path)"
+        for c in cases {
+            let request = "GET \(target) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\(c.headers)\r\n\r\n"
+            let (received, _) = try await RawConnection.exchange(port: port, send: Array(request.utf8), within: .seconds(10))
+            let end = try #require(received.firstRange(of: Array("\r\n\r\n".utf8)), "\(c.headers): no head")
+            let head = String(decoding: received[..<end.lowerBound], as: UTF8.self)
+            let body = Data(received[end.upperBound...])
+            if c.notModified {
+                #expect(head.hasPrefix("HTTP/1.1 304 ") && !head.lowercased().contains("content-length"), "\(c.headers): \(head)")
+                #expect(head.lowercased().contains("etag: \(etag.lowercased())") && body.isEmpty, "\(c.headers): \(head), \(body.count) bytes")
+            } else {
+                #expect(head.hasPrefix("HTTP/1.1 200 ") && body == first.body, "\(c.headers): \(head), \(body.count) bytes")
+            }
+        }
+    }
+
     /// Flips the byte at `offset` of the one object stored in `cache`, in place.
     func flipByte(at offset: UInt64, inTheOnlyObjectOf cache: String) throws {
         let files = try Live.dataFiles(in: cache)
