@@ -68,6 +68,8 @@ extension GatewayResponder {
         }
         guard let url else { throw GatewayFailure(.badRequest, "url is missing") }
         let proxy = try Self.proxyForPrepare(url, xresid: xresid)
+        // A host the gateway may not fetch is refused now, not queued to fail.
+        if let refusal = origin.refusal(of: proxy.origin.string) { throw GatewayFailure(.forbidden, refusal) }
         guard node.preparesNow else {
             throw GatewayFailure(.serviceUnavailable, "the tracker, whose registry prepares for this node, is away; try again")
         }

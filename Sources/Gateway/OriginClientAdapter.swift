@@ -23,6 +23,8 @@ public final class OriginClientAdapter: OriginFetching {
         client = OriginClient(configuration: configuration)
     }
 
+    public func refusal(of url: String) -> String? { client.refusal(of: url) }
+
     public func fetch(_ request: OriginFetch) async throws(OriginFetchError) -> OriginAnswer {
         let r = OriginRequest(
             url: request.url, range: request.range.flatMap(Self.byteRange), timeouts: .init(idle: request.idleTimeout),

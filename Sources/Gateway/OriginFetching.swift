@@ -3,6 +3,8 @@
 /// one implementation; the seam keeps the gateway's routes independent of its details.
 public protocol OriginFetching: Sendable {
     func fetch(_ request: OriginFetch) async throws(OriginFetchError) -> OriginAnswer
+    /// Why `url` would be refused before any connection (its host not allowed), or nil.
+    func refusal(of url: String) -> String?
 }
 
 /// One request to an origin.

@@ -30,6 +30,17 @@ public final class OriginClient: Sendable {
         await loop.stop()
     }
 
+    /// Why `url` would be refused before any connection (its host is not in the allow list,
+    /// or it cannot be read), or nil. Its addresses are checked only as it is fetched.
+    public func refusal(of url: String) -> String? {
+        do {
+            let u = try CurlURL(url)
+            return configuration.addressPolicy.refusal(host: u.host, port: u.port)
+        } catch {
+            return error.description
+        }
+    }
+
     /// Fetches `request`, following redirects, and returns once the response head is in; the
     /// body streams afterwards.
     public func fetch(_ request: OriginRequest) async throws(OriginError) -> OriginResponse {

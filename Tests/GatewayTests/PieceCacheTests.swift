@@ -777,6 +777,18 @@ final class PieceCacheTests {
         #expect(try await originStats("retried/seg1.ts")["full"] as? Int == 1)
     }
 
+    /// A prepare of an object on a host the gateway may not fetch is refused at once (403,
+    /// with the reason), not queued to fail: it was answered 202 and its job failed later.
+    @Test func aPrepareForAHostNotAllowedIsRefusedAtOnce() async throws {
+        let (g, port) = try gateway()
+        defer { g.stop() }
+        for url in ["http://127.0.0.2:\(originPort)/obj/refused.ts?size=1000", "http://cdn.example.com/vod/refused.m3u8"] {
+            let posted = try await HTTP.post("http://127.0.0.1:\(port)/prepare", json: "{\"url\":\"\(url)\"}")
+            #expect(posted.status == 403 && posted.text.contains("not in allow_origins"), "\(url): \(posted.status) \(posted.text)")
+        }
+        #expect(try await jobs(port).isEmpty, "nothing queued")
+    }
+
     /// A playlist at a path without an extension is prepared as a playlist (the origin's
     /// answer tells), not kept as an object: it stays rewritten for each request.
     @Test func prepareOfAPlaylistWithoutAnExtensionQueuesItsSegments() async throws {

@@ -53,6 +53,16 @@ struct ProxyURLTests {
         ("/hls.vod.p2p.com/", .invalidProxyURL),
         ("/hls.vod.p2p.com", .invalidProxyURL),
         ("/hls.vod.p2p.com/user@host/a.ts", .invalidProxyURL),
+        // Ports the origin client could not use: the client's error, not the origin's.
+        ("/hls.vod.p2p.com/cdn.example.com:99999/a.ts", .invalidProxyURL),
+        ("/hls.vod.p2p.com/cdn.example.com:0/a.ts", .invalidProxyURL),
+        ("/hls.vod.p2p.com/cdn.example.com:abc/a.ts", .invalidProxyURL),
+        ("/hls.vod.p2p.com/cdn.example.com:80:81/a.ts", .invalidProxyURL),
+        ("/hls.vod.p2p.com/[::1]x/a.ts", .invalidProxyURL),
+        ("/hls.vod.p2p.com/[::1/a.ts", .invalidProxyURL),
+        ("/hls.vod.p2p.com/[]/a.ts", .invalidProxyURL),
+        ("/hls.vod.p2p.com/[::g]/a.ts", .invalidProxyURL),
+        ("/hls.vod.p2p.com/:80/a.ts", .invalidProxyURL),
         ("/www.example.com/cdn.example.com/a.ts", .unknownVirtualHost),
         ("/", .unknownVirtualHost),
         ("hls.vod.p2p.com/x/a.ts", .invalidProxyURL),
@@ -63,6 +73,11 @@ struct ProxyURLTests {
         } throws: { error in
             (error as? ManifestError)?.code == code
         }
+    }
+
+    @Test(arguments: ["cdn.example.com", "cdn.example.com:8080", "cdn.example.com:", "10.0.0.1:65535", "[::1]", "[2001:db8::1]:443", "[::ffff:1.2.3.4]", "my_host-1.example"])
+    func wellFormedAuthoritiesAreTaken(authority: String) throws {
+        #expect(try ProxyURL(requestTarget: "/hls.vod.p2p.com/\(authority)/a.ts").origin.authority == authority)
     }
 
     @Test func aPercentEncodedIPv6HostIsDecoded() throws {

@@ -56,10 +56,11 @@ public enum RangeRequest: Hashable, Sendable {
         return .partial(ranges[0])
     }
 
-    /// 1*DIGIT that fits in Int64.
+    /// 1*DIGIT, any number of them: one past Int64 is past any representation's end, so it
+    /// counts as Int64.max (a last position is clamped, a first one is unsatisfiable).
     static func number(_ s: Substring) -> Int64? {
         guard !s.isEmpty, s.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
-        return Int64(s)
+        return Int64(s) ?? .max
     }
 }
 

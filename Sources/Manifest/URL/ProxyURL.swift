@@ -138,13 +138,34 @@ public struct ProxyURL: Hashable, Sendable {
         return out
     }
 
-    /// host, host:port or [v6]:port, with nothing that could smuggle another authority in.
+    /// host, host:port or [v6]:port, with nothing that could smuggle another authority in,
+    /// and a port (when given) from 1 to 65535: anything else is the client's error (400),
+    /// not one for the origin client to find (502).
     static func isValidAuthority(_ a: ArraySlice<UInt8>) -> Bool {
-        guard !a.isEmpty else { return false }
-        return a.allSatisfy { c in
-            URIComponents.isAlpha(c) || (c >= 0x30 && c <= 0x39) || c == ASCII.dot || c == UInt8(ascii: "-")
-                || c == ASCII.colon || c == UInt8(ascii: "[") || c == UInt8(ascii: "]") || c == UInt8(ascii: "_")
+        let digit = { (c: UInt8) in c >= 0x30 && c <= 0x39 }
+        var port: ArraySlice<UInt8> = []
+        if a.first == UInt8(ascii: "[") {
+            guard let close = a.firstIndex(of: UInt8(ascii: "]")) else { return false }
+            let inside = a[(a.startIndex + 1)..<close]
+            let hex = { (c: UInt8) in digit(c) || (c | 0x20 >= 0x61 && c | 0x20 <= 0x66) }
+            guard !inside.isEmpty, inside.allSatisfy({ hex($0) || $0 == ASCII.colon || $0 == ASCII.dot }) else { return false }
+            let rest = a[(close + 1)...]
+            if !rest.isEmpty {
+                guard rest.first == ASCII.colon else { return false }
+                port = rest.dropFirst()
+            }
+        } else {
+            let colon = a.firstIndex(of: ASCII.colon) ?? a.endIndex
+            let host = a[..<colon]
+            guard !host.isEmpty,
+                host.allSatisfy({ URIComponents.isAlpha($0) || digit($0) || $0 == ASCII.dot || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") })
+            else { return false }
+            if colon < a.endIndex { port = a[(colon + 1)...] }
         }
+        // An empty port after the colon is the scheme's default (RFC 3986 3.2.3).
+        guard !port.isEmpty else { return true }
+        guard port.count <= 5, port.allSatisfy(digit), let n = Int(String(decoding: port, as: UTF8.self)) else { return false }
+        return (1...65535).contains(n)
     }
 }
 
