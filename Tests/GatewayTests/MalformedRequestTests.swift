@@ -28,7 +28,8 @@ struct MalformedRequestTests {
                 let (received, closed) = try await RawConnection.exchange(port: p, send: bytes, within: .seconds(10))
                 let text = String(decoding: received, as: UTF8.self)
                 #expect(text.hasPrefix("HTTP/1.1 400 "), "\(kind), \(name): \(text.prefix(80))")
-                #expect(closed.map { $0 < .seconds(5) } == true, "\(kind), \(name): closed after \(String(describing: closed))")
+                // Closed within 10 s (an idle connection is closed after 60).
+                #expect(closed != nil, "\(kind), \(name): not closed within 10 s")
             }
             // The gateway still answers, and a good request after a good one is not affected.
             #expect(try await HTTP.get("http://127.0.0.1:\(p)/health").status == 200)

@@ -1019,7 +1019,7 @@ final class SwarmTransferTests {
         // a piece the object does not have, one of an object not ready, one of the reporter itself.
         let sent = [SwarmMessage.login(LoginProof.sign(appID: "swarmgate", peerID: "accuser", secret: Self.secret), url: "http://10.9.9.9:8080")]
             + ids.map { report($0, piece: 0) }
-            + [report(ids[0], piece: 0), report(ids[1], piece: nil), report(ids[1], piece: 99), report("no-such-object", piece: 0), selfReport]
+            + [report(ids[0], piece: 0), report(ids[1], piece: nil), report(ids[1], piece: 99), report(Self.objectIDs("never-played", originPort: originPort, segments: 1)[0], piece: 0), selfReport]
             + [SwarmMessage(type: "ping")]
         let replies = try await WSExchange.run("ws://127.0.0.1:\(trackerPort)/swarm/v1/ws", send: sent, replies: 2, hold: .seconds(1))
         #expect(replies.map(\.type) == ["welcome", "pong"])

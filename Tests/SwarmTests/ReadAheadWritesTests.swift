@@ -59,7 +59,7 @@ struct ReadAheadWritesTests {
         writes.record(("a", Self.list("a", 3)), dropped: [])
         writes.record(("b", Self.list("b", 3)), dropped: [])
         // A flood: a thousand long lists, each dropping the one before.
-        for i in 0..<1000 { writes.record(("x\(i)", Self.list("x\(i)", 1000)), dropped: i == 0 ? [] : ["x\(i - 1)"]) }
+        for i in 0..<1000 { writes.record(("x\(i)", Self.list("x\(i)", 100)), dropped: i == 0 ? [] : ["x\(i - 1)"]) }
         writes.record(("c", Self.list("c", 3)), dropped: ["x999"])
         writes.record(("a", Self.list("a", 3, token: "t2")), dropped: [])  // newer tokens: now the latest
         queue.resume()

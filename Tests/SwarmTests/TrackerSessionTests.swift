@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import PieceStore
-import Swarm
+@testable import Swarm
 import Synchronization
 import Testing
 
@@ -26,6 +26,9 @@ struct TrackerSessionTests {
     }
 
     static let secret = "session-secret"
+
+    /// The object id (64 hex digits) of a test's object named `name`.
+    static func id(_ name: String) -> String { ObjectKey(xresid: "t", host: "cdn.example.com", path: "/" + name).id }
 
     func open(_ tracker: SwarmTracker, peer: String) async throws -> (Connection, Task<String, Never>) {
         let c = Connection()
@@ -102,15 +105,16 @@ struct TrackerSessionTests {
         let tracker = SwarmTracker(appID: "app", secret: Self.secret, maxObjectsPerSession: 10, logger: Logger(label: "test"))
         let (holder, _) = try await open(tracker, peer: "holder")
         var have = SwarmMessage(type: "have")
-        have.objects = (0..<15).map { "h\($0)" }
+        // Names that are not object ids do not count, and are not kept.
+        have.objects = ["not-an-id", String(repeating: "x", count: 4096)] + (0..<15).map { Self.id("h\($0)") }
         holder.feed.yield(have.json)
-        have.objects = ["h15"]
+        have.objects = [Self.id("h15")]
         holder.feed.yield(have.json)
         let (asker, _) = try await open(tracker, peer: "asker")
         var answers: [[String]] = []
         for (i, object) in ["h0", "h9", "h10", "h15"].enumerated() {
             var want = SwarmMessage(type: "want")
-            want.object = object
+            want.object = Self.id(object)
             want.rid = i + 1
             asker.feed.yield(want.json)
             try await asker.waitFor(2 + i)
@@ -119,6 +123,20 @@ struct TrackerSessionTests {
         #expect(answers == [["holder"], ["holder"], [], []])
         holder.feed.finish()
         asker.feed.finish()
+    }
+
+    /// A connection's bytes are budgeted as well as its messages: past a burst, each message
+    /// waits until the budget has refilled for it, so megabyte messages come at the rate.
+    @Test func aConnectionsBytesPastTheBurstWaitForTheRate() {
+        let start = ContinuousClock.now
+        var bytes = TokenBucket(rate: 1000, burst: 8000)
+        bytes.last = start
+        #expect(bytes.spend(5000, at: start) == .zero)
+        #expect(bytes.spend(3000, at: start) == .zero, "the burst")
+        #expect(bytes.spend(500, at: start) == .milliseconds(500), "in debt: half a second at 1,000 a second")
+        #expect(bytes.spend(500, at: start + .milliseconds(500)) == .milliseconds(500), "the debt paid, this one waits its own")
+        #expect(bytes.spend(100, at: start + .seconds(20)) == .zero, "refilled, to the burst at most")
+        #expect(bytes.spend(8000, at: start + .seconds(20)) == .milliseconds(100))
     }
 
     /// The same peer id from another URL is refused while the session it would replace is
@@ -206,20 +224,20 @@ struct TrackerSessionTests {
         let tracker = SwarmTracker(appID: "app", secret: Self.secret, host: host, logger: Logger(label: "test"))
         let (c, _) = try await open(tracker, peer: "player")
         var have = SwarmMessage(type: "have")
-        have.objects = ["o1", "o2"]
+        have.objects = [Self.id("o1"), "not-an-id", Self.id("o2")]
         // What a node announces at its login is all it holds, mostly long played: not reached.
         var all = SwarmMessage(type: "have")
-        all.objects = ["old1", "old2"]
+        all.objects = [Self.id("old1"), Self.id("old2")]
         all.whole = true
         var want = SwarmMessage(type: "want")
-        want.object = "o3"
+        want.object = Self.id("o3")
         want.rid = 1
         c.feed.yield(all.json)
         c.feed.yield(have.json)
         c.feed.yield(want.json)
         try await c.waitFor(2)
         #expect(c.sent.withLock { $0.last?.type } == "peers")
-        #expect(host.reachedIDs.withLock { $0 } == ["o1", "o2", "o3"])
+        #expect(host.reachedIDs.withLock { $0 } == ["o1", "o2", "o3"].map(Self.id))
         c.feed.finish()
     }
 
@@ -276,7 +294,7 @@ struct TrackerSessionTests {
         prepare.refs = [a, b]
         c.feed.yield(prepare.json)
         var want = SwarmMessage(type: "want")
-        want.object = "x"
+        want.object = Self.id("x")
         want.rid = 1
         c.feed.yield(want.json)
         try await c.waitFor(2)
@@ -391,7 +409,7 @@ struct TrackerSessionTests {
         func holders(of object: String) async throws -> [String] {
             rid += 1
             var want = SwarmMessage(type: "want")
-            want.object = object
+            want.object = Self.id(object)
             want.rid = rid
             let before = reporter.sent.withLock { $0.count }
             reporter.feed.yield(want.json)
@@ -404,7 +422,7 @@ struct TrackerSessionTests {
             let asked = host.asked.load(ordering: .sequentiallyConsistent)
             var m = SwarmMessage(type: "report")
             m.peerId = "holder"
-            m.object = object
+            m.object = Self.id(object)
             m.piece = 0
             reporter.feed.yield(m.json)
             let deadline = ContinuousClock.now + .seconds(10)
@@ -415,7 +433,7 @@ struct TrackerSessionTests {
         }
         func announce(_ type: String, _ objects: [String], whole: Bool = false) async throws {
             var m = SwarmMessage(type: type)
-            m.objects = objects
+            m.objects = objects.map(Self.id)
             if whole { m.whole = true }
             let before = holder.sent.withLock { $0.count }
             holder.feed.yield(m.json)

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import PieceStore
 import Synchronization
 
 /// The tracker's signalling (SPEC section 3): authenticated sessions of nodes, what each holds,
@@ -44,6 +45,10 @@ public final class SwarmTracker: Sendable {
     public let banAfter: Int
     /// Messages a connection may send per second (burst twice that) before it is closed.
     public let messagesPerSecond: Double
+    /// Bytes of messages a connection may send per second, past a burst of eight times that:
+    /// beyond it the tracker reads the connection's next message only when the budget allows
+    /// (TCP then slows the node), so one connection cannot have it parse megabytes without end.
+    public let bytesPerSecond: Double
     /// How long a session may send nothing before it is over: three heartbeats.
     var silentAfter: Duration { heartbeat * 3 }
     /// Objects one session may announce as held, at most (a million ids are about 100 MB):
@@ -74,9 +79,11 @@ public final class SwarmTracker: Sendable {
 
     public init(
         appID: String, secret: String, heartbeat: Duration = .seconds(10), peersPerWant: Int = 5, banAfter: Int = 3,
-        messagesPerSecond: Double = 500, maxObjectsPerSession: Int = 1_000_000, host: (any TrackerHost)? = nil, logger: Logger
+        messagesPerSecond: Double = 500, bytesPerSecond: Double = 8_388_608, maxObjectsPerSession: Int = 1_000_000,
+        host: (any TrackerHost)? = nil, logger: Logger
     ) {
         self.maxObjectsPerSession = maxObjectsPerSession
+        self.bytesPerSecond = bytesPerSecond
         self.host = host
         self.verifier = LoginVerifier(appID: appID, secret: secret)
         self.secret = secret
@@ -129,6 +136,7 @@ public final class SwarmTracker: Sendable {
         do { try await send(welcome.json) } catch { return "closed" }
         logger.info("node logged in", metadata: ["peer": "\(peer)"])
         var bucket = TokenBucket(rate: messagesPerSecond, burst: 2 * messagesPerSecond)
+        var bytes = TokenBucket(rate: bytesPerSecond, burst: 8 * bytesPerSecond)
         // A long VOD's `prepare` is thousands of objects, and queuing them writes the registry
         // and the jobs (34 ms for 3,000 here). They are queued one after another off this
         // loop, so the messages the node sends next, its players' first `sums`, are not held;
@@ -163,6 +171,10 @@ public final class SwarmTracker: Sendable {
             guard bucket.take() else {
                 try? await send(Self.refused("too many messages"))
                 return "rate limit"
+            }
+            let wait = bytes.spend(Double(text.utf8.count))
+            if wait > .zero {
+                do { try await Task.sleep(for: wait) } catch { return "closed" }
             }
             // A session that expired for silence, was banned or was replaced by a newer login
             // ends here, so that the node notices and logs in again.
@@ -261,9 +273,10 @@ public final class SwarmTracker: Sendable {
         case "have":
             // `maxObjectsPerSession` at most: what a node announces is kept for its session,
             // and a session's memory is bounded.
+            // Object ids only (64 hex digits): the bound is then one of memory too.
             let announced = state.withLock { s -> [String] in
                 guard let held = s.sessions[peer]?.objects.count else { return [] }
-                let taken = Array((m.objects ?? []).prefix(max(0, maxObjectsPerSession - held)))
+                let taken = Array((m.objects ?? []).lazy.filter(ObjectKey.isID).prefix(max(0, maxObjectsPerSession - held)))
                 s.sessions[peer]?.objects.formUnion(taken)
                 return taken
             }
@@ -277,14 +290,15 @@ public final class SwarmTracker: Sendable {
             state.withLock { s in s.sessions[peer]?.objects.subtract(m.objects ?? []) }
             return nil
         case "want":
-            if let host, let object = m.object { watch(host.reached([object], remember: true), for: peer, host: host) }
+            let object = m.object.flatMap { ObjectKey.isID($0) ? $0 : nil }
+            if let host, let object { watch(host.reached([object], remember: true), for: peer, host: host) }
             var answer = SwarmMessage(type: "peers")
             answer.rid = m.rid
             answer.object = m.object
-            answer.peers = m.object.map { peers(holding: $0, for: peer) } ?? []
+            answer.peers = object.map { peers(holding: $0, for: peer) } ?? []
             return answer
         case "report":
-            if let bad = m.peerId, let object = m.object { report(bad, object: object, piece: m.piece, by: peer) }
+            if let bad = m.peerId, let object = m.object, ObjectKey.isID(object) { report(bad, object: object, piece: m.piece, by: peer) }
             return nil
         case "changed":
             if let host, let ref = m.ref, let piece = m.piece, piece >= 0 { Task { await host.recheck(ref, piece: piece) } }
@@ -591,7 +605,7 @@ public final class SwarmTracker: Sendable {
     }
 }
 
-/// Messages per second with a burst: what one connection may send.
+/// Messages (or bytes) per second with a burst: what one connection may send.
 struct TokenBucket {
     let rate: Double
     let burst: Double
@@ -605,13 +619,25 @@ struct TokenBucket {
     }
 
     mutating func take() -> Bool {
-        let now = ContinuousClock.now
-        let elapsed = now - last
-        last = now
-        tokens = min(burst, tokens + rate * (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
+        refill(at: .now)
         guard tokens >= 1 else { return false }
         tokens -= 1
         return true
+    }
+
+    /// Spends `cost` tokens, into debt if need be, and returns how long until the debt is paid
+    /// (zero when there was enough).
+    mutating func spend(_ cost: Double, at now: ContinuousClock.Instant = .now) -> Duration {
+        refill(at: now)
+        tokens -= cost
+        guard tokens < 0 else { return .zero }
+        return .nanoseconds(Int64((-tokens / rate * 1e9).rounded(.up)))
+    }
+
+    private mutating func refill(at now: ContinuousClock.Instant) {
+        let elapsed = max(now - last, .zero)
+        last = max(last, now)
+        tokens = min(burst, tokens + rate * (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
     }
 }
 
