@@ -15,6 +15,21 @@ struct RetryTests {
         }
     }
 
+    /// An answer that is not HTTP on a reused connection (the stray body of an origin's 204,
+    /// read as the start of the next answer: curl's "HTTP/0.9") is a connection error, asked
+    /// again on another connection: it was reported as a bad URL, and the request failed.
+    @Test func anAnswerThatIsNotHTTPIsAskedAgain() async throws {
+        try await withOrigin({ $0.retries = 2 }) { origin, client in
+            let empty = try await client.fetch(OriginRequest(url: origin.url("/nocontent")))
+            #expect(empty.status == 204)
+            _ = try await empty.body.collect(upTo: 100)
+            try await Task.sleep(for: .milliseconds(400))  // the stray bytes wait on the connection
+            let next = try await client.fetch(OriginRequest(url: origin.url("/bytes/100")))
+            #expect(next.status == 200)
+            #expect(try await next.body.collect(upTo: 1000).count == 100)
+        }
+    }
+
     @Test func retriesRunOut() async throws {
         try await withOrigin({ $0.retries = 2 }) { origin, client in
             let response = try await client.fetch(OriginRequest(url: origin.url("/flaky/always/10")))

@@ -18,6 +18,8 @@ Endpoints:
   /redirect          ?to=URL&code=302: a redirect to URL
   /hops/N            302 to /hops/N-1 ... /hops/0 answers 200 "done"
   /need-token        403 unless ?token=secret
+  /nocontent         204 with a body (Content-Length: 5, "stray", 0.2 s after the head), which
+                     HTTP forbids: the client reads it as the start of its next answer
   /count/KEY         the counters of KEY as JSON
   /echo              "METHOD Content-Type BODY" of the request (POST: its body)
 
@@ -188,6 +190,14 @@ class Handler(BaseHTTPRequestHandler):
         if n == 0:
             return self.answer(200, b"done")
         self.answer(302, b"moved", [("Location", "/hops/%d" % (n - 1))])
+
+    def serve_nocontent(self, parts):
+        self.send_response(204)
+        self.send_header("Content-Length", "5")
+        self.end_headers()
+        self.wfile.flush()
+        time.sleep(0.2)  # after the client took the answer as whole, and the connection back
+        self.send_body(b"stray")
 
     def serve_need_token(self, parts):
         if self.query.get("token") == "secret":

@@ -235,8 +235,13 @@ final class Transfer: @unchecked Sendable {
             return OriginError(.timeout, "\(host): \(detail)")
         case CURLE_FILESIZE_EXCEEDED:
             return OriginError(.tooLarge, "\(host): body larger than \(options.maxBodySize ?? 0) bytes")
-        case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT:
+        case CURLE_URL_MALFORMAT:
             return OriginError(.invalidURL, "\(options.url.string): \(detail)")
+        case CURLE_UNSUPPORTED_PROTOCOL:
+            // The URL's scheme was checked (http or https) before it reached curl: what it did
+            // not support is the answer, one that is not HTTP ("HTTP/0.9", such as the stray
+            // body of an earlier 204 on a reused connection). A connection error, asked again.
+            return OriginError(.connection, "\(host): the answer is not HTTP: \(detail)")
         default:
             return OriginError(.connection, "\(host): \(detail)")
         }
