@@ -58,6 +58,8 @@ public struct GatewayConfiguration: Sendable {
     /// What the process is: a gateway node, or a tracker (signalling, the checksum registry
     /// and the first seed; it serves no players).
     public var role = Role.node
+    /// The token the operator's endpoints ask for (`AdminAccess`); nil: loopback callers only.
+    public var adminToken: String?
 
     public enum Role: Sendable { case node, tracker }
 

@@ -12,7 +12,7 @@ import Synchronization
 /// media objects are served from the piece cache (or 302 while their checksums are not ready);
 /// keys stream from the origin and are never stored.
 public final class GatewayResponder: HTTPResponder {
-    public typealias Context = BasicRequestContext
+    public typealias Context = GatewayRequestContext
 
     public let configuration: GatewayConfiguration
     let origin: any OriginFetching
@@ -25,6 +25,8 @@ public final class GatewayResponder: HTTPResponder {
     public let stats: TrafficStats
     public let uploads: UploadSwitch
     let variables: StreamVariables
+    /// Who may call `/prepare` and `/jobs`.
+    let admin: AdminAccess
     let queuedPlaylists = RecentlyQueued(interval: .seconds(60))
     /// VOD lists being planned for read-ahead, one at a time (`SerialWork`): a list refused
     /// there is not claimed, and is planned when it is read again.
@@ -68,6 +70,7 @@ public final class GatewayResponder: HTTPResponder {
         self.uploads = UploadSwitch()
         self.variables = StreamVariables()
         self.publicURL = Mutex(configuration.publicURL)
+        self.admin = AdminAccess(token: configuration.adminToken)
         self.logger = logger
     }
 
@@ -95,6 +98,9 @@ public final class GatewayResponder: HTTPResponder {
             let path = target.prefix { $0 != "?" }
             if path == "/prepare" || path == "/jobs" || path.hasPrefix("/jobs/") {
                 route = path.hasPrefix("/jobs/") ? "/jobs/*" : String(path)
+                if let refused = admin.failure(admin.verdict(remote: context.remoteAddress, authorization: request.headers[.authorization])) {
+                    throw refused
+                }
                 response = try await jobsAPI(path: path, request: request)
                 return finish(response, request: request, route: route, xresid: nil, start: start)
             }

@@ -37,6 +37,7 @@ public enum SettingDefinitions {
         .init("allow-origin", kind: .list, help: "Origin hosts that may be fetched (host, host:port, *.suffix); they may be private addresses. Without it, only public addresses."),
         .init("app-id", default: "swarmgate", help: "The app id nodes and tracker share."),
         .init("app-secret-file", help: "A file holding the app secret (or set SWARMGATE_APP_SECRET)."),
+        .init("admin-token-file", help: "A file holding the token that /prepare and /jobs ask for as Authorization: Bearer (or set SWARMGATE_ADMIN_TOKEN); without one, they answer loopback callers only."),
         .init("node-message-rate", default: "500", help: "Messages per second one node may send the tracker here (bursts of twice that) before its connection is closed."),
     ]
 

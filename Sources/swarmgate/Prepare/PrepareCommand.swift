@@ -14,13 +14,18 @@ struct PrepareCommand: AsyncParsableCommand {
     @Option(help: "The stream's xresid (default: derived from the URL's host and path).") var xresid: String?
     @Option(help: "The gateway.") var gateway: String = "http://127.0.0.1:8080"
     @Flag(help: "Wait until every queued object of the stream is prepared (exit 1 if one failed).") var wait = false
+    @Option(name: .customLong("admin-token-file"), help: "A file holding the gateway's admin token (or set SWARMGATE_ADMIN_TOKEN); without one, the gateway answers loopback callers only.") var adminTokenFile: String?
 
     func run() async throws {
         try Swarmgate.requireSystemLibraries(crypto: false)
         var base = gateway
         while base.hasSuffix("/") { base.removeLast() }
-        let client = try Self.client(for: [base])
-        defer { Task { await client.client.shutdown() } }
+        let token: String?
+        do { token = try AdminAccess.token(file: adminTokenFile, environment: ProcessInfo.processInfo.environment) } catch {
+            throw ValidationError(error.message)
+        }
+        let client = try Self.client(for: [base], adminToken: token)
+        defer { Task { await client.adapter.client.shutdown() } }
         var fields: [String: String] = ["url": url]
         if let xresid { fields["xresid"] = xresid }
         let (status, body) = try await Self.call(client, base + "/prepare", method: .post, body: try JSONSerialization.data(withJSONObject: fields))
@@ -37,8 +42,8 @@ struct PrepareCommand: AsyncParsableCommand {
         }
         // A node in a swarm names its tracker's list, where the tracker's registry has them.
         let jobsURL = answer["jobs"] as? String ?? base + "/jobs"
-        let jobsClient = jobsURL.hasPrefix(base + "/") ? client : try Self.client(for: [jobsURL])
-        defer { if jobsClient !== client { Task { await jobsClient.client.shutdown() } } }
+        let jobsClient = jobsURL.hasPrefix(base + "/") ? client : try Self.client(for: [jobsURL], adminToken: token)
+        defer { if jobsClient.adapter !== client.adapter { Task { await jobsClient.adapter.client.shutdown() } } }
         try await Self.follow(objects, at: jobsURL + "/status", client: jobsClient)
     }
 
@@ -47,7 +52,7 @@ struct PrepareCommand: AsyncParsableCommand {
     /// 1) when, for `patience` on end, the answer has been an error, or nothing moved while no
     /// job of the gateway ran (objects never queued there, paused, or left waiting); jobs of
     /// other streams running ahead of these keep it waiting.
-    static func follow(_ objects: [String], at statusURL: String, client: OriginClientAdapter, patience: Duration = .seconds(30)) async throws {
+    static func follow(_ objects: [String], at statusURL: String, client: GatewayAPI, patience: Duration = .seconds(30)) async throws {
         let asks = try stride(from: 0, to: objects.count, by: statusBatch).map { i in
             try JSONSerialization.data(withJSONObject: ["ids": Array(objects[i..<min(i + statusBatch, objects.count)])])
         }
@@ -96,18 +101,20 @@ struct PrepareCommand: AsyncParsableCommand {
     static let statusBatch = 20_000
 
     /// One call to the gateway's API through `client`: (status, body).
-    static func exchange(_ client: OriginClientAdapter, _ url: String, method: OriginRequest.Method, body: Data?) async throws(OriginError) -> (Int, Data) {
-        let headers = body == nil ? [] : [(name: "Content-Type", value: "application/json")]
-        let response = try await client.client.fetch(OriginRequest(url: url, method: method, headers: headers, body: body.map { [UInt8]($0) } ?? []))
+    static func exchange(_ client: GatewayAPI, _ url: String, method: OriginRequest.Method, body: Data?) async throws(OriginError) -> (Int, Data) {
+        var headers = body == nil ? [] : [(name: "Content-Type", value: "application/json")]
+        if let token = client.token { headers.append((name: "Authorization", value: "Bearer " + token)) }
+        let response = try await client.adapter.client.fetch(OriginRequest(url: url, method: method, headers: headers, body: body.map { [UInt8]($0) } ?? []))
         return (response.status, Data(try await response.body.collect(upTo: 64 << 20)))
     }
 
     /// A client for the gateway's API at `urls` (and nothing else); it answers /prepare once
     /// it has read the playlist and each of its variants from the origin, which can take
     /// long for a large master playlist.
-    static func client(for urls: [String]) throws -> OriginClientAdapter {
+    static func client(for urls: [String], adminToken: String?) throws -> GatewayAPI {
         do {
-            return try OriginClientAdapter(allowOrigins: urls.map(HealthCommand.authority(of:)), idleTimeout: .seconds(120), maxObjectSize: 64 << 20)
+            let adapter = try OriginClientAdapter(allowOrigins: urls.map(HealthCommand.authority(of:)), idleTimeout: .seconds(120), maxObjectSize: 64 << 20)
+            return GatewayAPI(adapter: adapter, token: adminToken)
         } catch {
             throw ValidationError("bad gateway URL \(urls.joined(separator: ", "))")
         }
@@ -115,7 +122,7 @@ struct PrepareCommand: AsyncParsableCommand {
 
     /// One call to the gateway's API through `client`: (status, body). A failure to connect
     /// ends the command (exit 1).
-    static func call(_ client: OriginClientAdapter, _ url: String, method: OriginRequest.Method, body: Data?) async throws -> (Int, Data) {
+    static func call(_ client: GatewayAPI, _ url: String, method: OriginRequest.Method, body: Data?) async throws -> (Int, Data) {
         do {
             return try await exchange(client, url, method: method, body: body)
         } catch {
@@ -123,4 +130,11 @@ struct PrepareCommand: AsyncParsableCommand {
             throw ExitCode(1)
         }
     }
+}
+
+/// A gateway's (or tracker's) API: the client that reaches it, and the admin token its
+/// operator's endpoints ask for, if any.
+struct GatewayAPI: Sendable {
+    let adapter: OriginClientAdapter
+    let token: String?
 }

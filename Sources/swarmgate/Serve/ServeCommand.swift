@@ -28,6 +28,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("key-uris"), help: "EXT-X-KEY URIs: origin or proxy.") var keyURIs: String?
     @Option(name: .customLong("app-id"), help: "The app id nodes and tracker share.") var appID: String?
     @Option(name: .customLong("app-secret-file"), help: "A file holding the app secret (or set SWARMGATE_APP_SECRET).") var appSecretFile: String?
+    @Option(name: .customLong("admin-token-file"), help: "A file holding the token /prepare and /jobs ask for (or set SWARMGATE_ADMIN_TOKEN); without one, loopback callers only.") var adminTokenFile: String?
     @Option(name: .customLong("node-message-rate"), help: "Messages per second a node may send the embedded tracker, bursts of twice that (default 500).") var nodeMessageRate: String?
     @Option(name: .customLong("max-object-size"), help: "Largest media object fetched from an origin, e.g. 4GiB.") var maxObjectSize: String?
     @Option(name: .customLong("origin-idle-timeout"), help: "Seconds an origin may send nothing before the request fails (504).") var originIdleTimeout: String?
@@ -56,6 +57,7 @@ struct ServeCommand: AsyncParsableCommand {
         f["key-uris"] = keyURIs
         f["app-id"] = appID
         f["app-secret-file"] = appSecretFile
+        f["admin-token-file"] = adminTokenFile
         f["node-message-rate"] = nodeMessageRate
         f["max-object-size"] = maxObjectSize
         f["origin-idle-timeout"] = originIdleTimeout
@@ -70,7 +72,9 @@ struct ServeCommand: AsyncParsableCommand {
         let configuration: GatewayConfiguration
         do {
             settings = try Settings(SettingDefinitions.serve, flags: givenFlags, environment: ProcessInfo.processInfo.environment)
-            configuration = try GatewayConfiguration(settings)
+            var c = try GatewayConfiguration(settings)
+            c.adminToken = try AdminAccess.token(from: settings, environment: ProcessInfo.processInfo.environment)
+            configuration = c
         } catch {
             throw ValidationError(error.message)
         }

@@ -23,6 +23,7 @@ struct TrackerCommand: AsyncParsableCommand {
     @Option(name: .customLong("allow-origin"), help: "Origin hosts the registry may fetch: host, host:port or *.suffix, comma-separated.") var allowOrigin: String?
     @Option(name: .customLong("app-id"), help: "The app id nodes and tracker share.") var appID: String?
     @Option(name: .customLong("app-secret-file"), help: "A file holding the app secret (or set SWARMGATE_APP_SECRET).") var appSecretFile: String?
+    @Option(name: .customLong("admin-token-file"), help: "A file holding the token /prepare and /jobs ask for (or set SWARMGATE_ADMIN_TOKEN); without one, loopback callers only.") var adminTokenFile: String?
     @Option(name: .customLong("node-message-rate"), help: "Messages per second one node may send, bursts of twice that (default 500).") var nodeMessageRate: String?
 
     var givenFlags: [String: String] {
@@ -41,6 +42,7 @@ struct TrackerCommand: AsyncParsableCommand {
         f["read-ahead"] = readAhead
         f["app-id"] = appID
         f["app-secret-file"] = appSecretFile
+        f["admin-token-file"] = adminTokenFile
         f["node-message-rate"] = nodeMessageRate
         return f
     }
@@ -55,6 +57,7 @@ struct TrackerCommand: AsyncParsableCommand {
             settings = try Settings(SettingDefinitions.tracker, flags: givenFlags, environment: environment)
             found = try SwarmCredentials.from(settings, environment: environment, required: true)
             configuration = try GatewayConfiguration(settings)
+            configuration.adminToken = try AdminAccess.token(from: settings, environment: environment)
         } catch {
             throw ValidationError(error.message)
         }
