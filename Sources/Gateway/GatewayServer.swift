@@ -149,7 +149,6 @@ struct LocalRegistryHost: TrackerHost {
         return await node.checksums(ref, urgent: urgent, wait: waitForOrigin ? wait : .zero, readyWithin: readyWithin)
     }
 
-    func prepare(_ refs: [ObjectRef], whole: Bool) -> [ObjectRef] { prepare(refs, whole: whole, retry: false) }
     func prepare(_ refs: [ObjectRef], whole: Bool, retry: Bool) -> [ObjectRef] { node.prepareAhead(refs.filter(Self.names), whole: whole, retry: retry) }
 
     func reached(_ objectIDs: [String], remember: Bool) -> [ObjectRef] { node.reached(objectIDs, remember: remember) }

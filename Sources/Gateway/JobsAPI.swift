@@ -168,14 +168,20 @@ extension GatewayResponder {
         return parts.string
     }
 
+    /// A manifest to prepare (`what`, for errors): the origin's answer, its whole body, and
+    /// the URL it came from after redirects.
+    func fetchManifest(_ proxy: ProxyURL, _ what: String) async throws(GatewayFailure) -> (OriginAnswer, [UInt8], OriginURL) {
+        let answer: OriginAnswer
+        do { answer = try await origin.fetch(OriginFetch(url: proxy.origin.string)) } catch { throw error.failure }
+        guard answer.status == 200 else { throw GatewayFailure(.badGateway, "origin answered \(answer.status) for \(what)") }
+        let body = try await collectManifest(answer)
+        return (answer, body, (try? OriginURL(answer.effectiveURL)) ?? proxy.origin)
+    }
+
     /// Fetches and rewrites an HLS playlist for the objects it lists; a master's variant and
     /// rendition playlists are fetched in turn.
     func preparePlaylist(_ proxy: ProxyURL, depth: Int) async throws(GatewayFailure) -> [ObjectRef] {
-        let answer: OriginAnswer
-        do { answer = try await origin.fetch(OriginFetch(url: proxy.origin.string)) } catch { throw error.failure }
-        guard answer.status == 200 else { throw GatewayFailure(.badGateway, "origin answered \(answer.status) for the playlist") }
-        let body = try await collectManifest(answer)
-        let effective = (try? OriginURL(answer.effectiveURL)) ?? proxy.origin
+        let (_, body, effective) = try await fetchManifest(proxy, "the playlist")
         let options = hlsOptions(proxy, collectReferences: true)
         let result: HLSRewrite
         do { result = try HLSRewriter(playlistURL: effective, options: options).rewrite(body) } catch {
@@ -201,11 +207,7 @@ extension GatewayResponder {
     /// Fetches and rewrites an MPD for the segments of all its Representations (each
     /// initialization first); a dynamic MPD's as they stand now, at the origin's live edge.
     func prepareMPD(_ proxy: ProxyURL) async throws(GatewayFailure) -> [ObjectRef] {
-        let answer: OriginAnswer
-        do { answer = try await origin.fetch(OriginFetch(url: proxy.origin.string)) } catch { throw error.failure }
-        guard answer.status == 200 else { throw GatewayFailure(.badGateway, "origin answered \(answer.status) for the MPD") }
-        let body = try await collectManifest(answer)
-        let effective = (try? OriginURL(answer.effectiveURL)) ?? proxy.origin
+        let (answer, body, effective) = try await fetchManifest(proxy, "the MPD")
         let now = answer.header("date").flatMap(Self.httpDate) ?? Date().timeIntervalSince1970
         let rewrite: DASHRewrite
         do { rewrite = try rewriteDASH(body, url: effective, xresid: proxy.xresid, collectSegments: true, now: now) } catch {

@@ -183,7 +183,7 @@ struct TrackerSessionTests {
             reachedIDs.withLock { $0 += objectIDs }
             return []
         }
-        func prepare(_ refs: [ObjectRef], whole: Bool) -> [ObjectRef] {
+        func prepare(_ refs: [ObjectRef], whole: Bool, retry: Bool) -> [ObjectRef] {
             _ = gate.wait(timeout: .now() + 30)
             prepared.withLock { $0 += refs }
             return refs
@@ -256,7 +256,7 @@ struct TrackerSessionTests {
         func checksums(_ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool, readyWithin: Duration) async -> ChecksumAnswer {
             ChecksumAnswer(state: .preparing)
         }
-        func prepare(_ refs: [ObjectRef], whole: Bool) -> [ObjectRef] {
+        func prepare(_ refs: [ObjectRef], whole: Bool, retry: Bool) -> [ObjectRef] {
             prepareCalls.add(1, ordering: .sequentiallyConsistent)
             return Array(refs.prefix(1))
         }
@@ -385,7 +385,7 @@ struct TrackerSessionTests {
             ChecksumAnswer(state: .preparing)
         }
         func reached(_ objectIDs: [String], remember: Bool) -> [ObjectRef] { [] }
-        func prepare(_ refs: [ObjectRef], whole: Bool) -> [ObjectRef] { [] }
+        func prepare(_ refs: [ObjectRef], whole: Bool, retry: Bool) -> [ObjectRef] { [] }
         func readyAnswer(_ ref: ObjectRef) -> ChecksumAnswer? { nil }
         func recheck(_ ref: ObjectRef, piece: Int) async {}
         func audit(_ objectID: String, piece: Int, holderURL: String, requester: String, token: String) async -> AuditVerdict {

@@ -656,11 +656,9 @@ public protocol TrackerHost: Sendable {
     /// is under way and its progress says it will end by then.
     func checksums(_ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool, readyWithin: Duration) async -> ChecksumAnswer
     /// Queues a playlist's objects for preparation ahead of players, in order: those within
-    /// the read-ahead window, or every one if `whole`. Returns those of `refs` being prepared
+    /// the read-ahead window, or every one if `whole`; for an operator's prepare (`retry`),
+    /// what failed or was cancelled is queued again. Returns those of `refs` being prepared
     /// or prepared for it.
-    func prepare(_ refs: [ObjectRef], whole: Bool) -> [ObjectRef]
-    /// The same, for an operator's prepare if `retry`: what failed or was cancelled is queued
-    /// again.
     func prepare(_ refs: [ObjectRef], whole: Bool, retry: Bool) -> [ObjectRef]
     /// Players of the swarm reached these objects (nodes asked for them, wanted or announced
     /// them): read-ahead moves on. Returns the objects it now prepares; those of a playlist not
@@ -677,11 +675,6 @@ public protocol TrackerHost: Sendable {
     func audit(_ objectID: String, piece: Int, holderURL: String, requester: String, token: String) async -> AuditVerdict
     /// Whether piece `piece` of object `objectID` can be audited: its checksums are ready here.
     func auditable(_ objectID: String, piece: Int) -> Bool
-}
-
-extension TrackerHost {
-    /// A host that does not tell operators' prepares apart.
-    public func prepare(_ refs: [ObjectRef], whole: Bool, retry: Bool) -> [ObjectRef] { prepare(refs, whole: whole) }
 }
 
 /// What asking a reported peer for the piece again showed.
