@@ -410,12 +410,20 @@ public final class GatewayResponder: HTTPResponder {
     }
 
     /// An HTTP date (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 9110 5.6.7) in seconds since 1970.
+    /// The two obsolete forms a recipient must also read: RFC 850 (`Sunday, 06-Nov-94
+    /// 08:49:37 GMT`) and asctime (`Sun Nov  6 08:49:37 1994`).
     static func httpDate(_ text: String) -> Double? {
-        let f = DateFormatter()
-        f.locale = Locale(identifier: "en_US_POSIX")
-        f.timeZone = TimeZone(identifier: "GMT")
-        f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return f.date(from: text.trimmingCharacters(in: .whitespaces))?.timeIntervalSince1970
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        // asctime pads a one-digit day with a space: one space is what the format reads.
+        let single = trimmed.replacing("  ", with: " ")
+        for (format, value) in [("EEE, dd MMM yyyy HH:mm:ss 'GMT'", trimmed), ("EEEE, dd-MMM-yy HH:mm:ss 'GMT'", trimmed), ("EEE MMM d HH:mm:ss yyyy", single)] {
+            let f = DateFormatter()
+            f.locale = Locale(identifier: "en_US_POSIX")
+            f.timeZone = TimeZone(identifier: "GMT")
+            f.dateFormat = format
+            if let date = f.date(from: value) { return date.timeIntervalSince1970 }
+        }
+        return nil
     }
 
     /// Whether live list `name` (a playlist or an MPD) is to be listed for its tail now: its

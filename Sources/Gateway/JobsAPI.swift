@@ -229,12 +229,18 @@ extension GatewayResponder {
                 }
             }
         }
+        let proxy: ProxyURL
         do {
             let origin = try OriginURL(url)
             let id = try xresid.map { s throws(ManifestError) in try XResID(s) } ?? XResID(derivedFrom: origin)
-            return ProxyURL(virtualHost: .hls, origin: origin, xresid: id)
+            proxy = ProxyURL(virtualHost: .hls, origin: origin, xresid: id)
         } catch {
             throw GatewayFailure(.badRequest, "url: \(error.message)")
         }
+        // As a proxy URL's would be (a port past 65535 is the caller's error, not the origin's).
+        guard ProxyURL.isValidAuthority(proxy.origin.authority) else {
+            throw GatewayFailure(.badRequest, "url: origin host is not valid: \(proxy.origin.authority)")
+        }
+        return proxy
     }
 }

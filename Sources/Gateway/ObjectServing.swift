@@ -212,7 +212,7 @@ extension GatewayResponder {
         /// `If-None-Match`, an `If-Modified-Since` no earlier than its Last-Modified.
         func holdsCopy(etag: String?, lastModified: String?) -> Bool {
             if let ifNoneMatch {
-                let tags = ifNoneMatch.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                let tags = Self.entityTags(ifNoneMatch)
                 if tags.contains("*") { return true }
                 guard let etag else { return false }
                 return tags.contains { Self.opaque($0) == Self.opaque(etag) }
@@ -221,6 +221,23 @@ extension GatewayResponder {
                 let since = GatewayResponder.httpDate(ifModifiedSince), let modified = GatewayResponder.httpDate(lastModified)
             else { return false }
             return modified <= since
+        }
+
+        /// The members of an `If-None-Match` list: entity tags (a comma inside the quotes of
+        /// one is part of it) or `*`.
+        static func entityTags(_ list: String) -> [Substring] {
+            var tags: [Substring] = []
+            var start = list.startIndex
+            var quoted = false
+            for i in list.indices {
+                if list[i] == "\"" { quoted.toggle() }
+                if list[i] == "," && !quoted {
+                    tags.append(list[start..<i])
+                    start = list.index(after: i)
+                }
+            }
+            tags.append(list[start...])
+            return tags.map { $0.trimmingASCIISpaces }.filter { !$0.isEmpty }
         }
 
         /// An entity tag without its weakness indicator (`W/"x"` → `"x"`).

@@ -30,15 +30,12 @@ public final class OriginClient: Sendable {
         await loop.stop()
     }
 
-    /// Why `url` would be refused before any connection (its host is not in the allow list,
-    /// or it cannot be read), or nil. Its addresses are checked only as it is fetched.
+    /// Why `url` would be refused before any connection, its host not being in the allow
+    /// list, or nil. Its addresses are checked only as it is fetched, and a URL that cannot be
+    /// read fails then.
     public func refusal(of url: String) -> String? {
-        do {
-            let u = try CurlURL(url)
-            return configuration.addressPolicy.refusal(host: u.host, port: u.port)
-        } catch {
-            return error.description
-        }
+        guard let u = try? CurlURL(url) else { return nil }
+        return configuration.addressPolicy.refusal(host: u.host, port: u.port)
     }
 
     /// Fetches `request`, following redirects, and returns once the response head is in; the

@@ -55,6 +55,7 @@ struct AdminAccessTests {
 
         let refused = try LiveProcess(Live.binary, ["prepare", "http://127.0.0.1:\(originPort)/obj/admin.ts?size=1000", "--gateway", base])
         #expect(await refused.waitForExit(timeout: .seconds(30)) == 1)
+        #expect(refused.stderr.contains("--admin-token-file"), "it says what to do: \(refused.stderr)")
         let fromFile = try LiveProcess(Live.binary, ["prepare", "http://127.0.0.1:\(originPort)/obj/admin.ts?size=1000", "--gateway", base, "--admin-token-file", tokenFile, "--wait"])
         #expect(await fromFile.waitForExit(timeout: .seconds(60)) == 0, "\(fromFile.stderr)")
         let fromEnvironment = try LiveProcess(
@@ -63,14 +64,47 @@ struct AdminAccessTests {
         #expect(await fromEnvironment.waitForExit(timeout: .seconds(60)) == 0, "\(fromEnvironment.stderr)")
     }
 
+    /// `prepare --wait` on a node follows the tracker's jobs: a tracker that refuses the
+    /// token (or, without one, a caller from another host) ends the wait at once, saying what
+    /// to do, instead of asking again for 30 s.
+    @Test func aWaitTheTrackerRefusesEndsAtOnce() async throws {
+        let (origin, originPort) = try Live.objectOrigin()
+        defer { origin.stop() }
+        let secret = Scratch.path("admin-app-secret"), nodeToken = Scratch.path("admin-node-token"), trackerToken = Scratch.path("admin-tracker-token")
+        try "admin-test-secret\n".write(toFile: secret, atomically: true, encoding: .utf8)
+        try "node-token\n".write(toFile: nodeToken, atomically: true, encoding: .utf8)
+        try "tracker-token\n".write(toFile: trackerToken, atomically: true, encoding: .utf8)
+        let dir = Live.cacheFolder()
+        let t = try LiveProcess(Live.binary, [
+            "tracker", "--listen", "127.0.0.1:0", "--app-secret-file", secret, "--cache-dir", dir, "--db", dir + "/registry.sqlite",
+            "--allow-origin", "127.0.0.1:\(originPort)", "--admin-token-file", trackerToken,
+        ])
+        defer { t.stop() }
+        let trackerPort = Int(try t.waitForStderr(#/listening on 127\.0\.0\.1:(\d+)/#))!
+        let (n, nodePort) = try Live.gateway([
+            "--allow-origin", "127.0.0.1:\(originPort)", "--tracker", "ws://127.0.0.1:\(trackerPort)/swarm/v1/ws",
+            "--app-secret-file", secret, "--admin-token-file", nodeToken,
+        ])
+        defer { n.stop() }
+        try await Live.waitForLogins(n, 1)
+        let started = ContinuousClock.now
+        let cli = try LiveProcess(Live.binary, [
+            "prepare", "http://127.0.0.1:\(originPort)/obj/admin-wait.ts?size=1000", "--gateway", "http://127.0.0.1:\(nodePort)",
+            "--admin-token-file", nodeToken, "--wait",
+        ])
+        #expect(await cli.waitForExit(timeout: .seconds(60)) == 1)
+        let answer = cli.firstStdoutLine()  // the process has ended: its output is all there
+        #expect(answer.contains("\"queued\":1"), "the node took the prepare: \(answer)")
+        #expect(cli.stderr.contains("answered 401") && cli.stderr.contains("--admin-token-file"), "\(cli.stderr)")
+        #expect(ContinuousClock.now - started < .seconds(25), "it did not wait out its 30 s of patience")
+    }
+
     /// Through a gateway without a token, listening on every address: a caller from this
     /// machine's own non-loopback address is not local (403); one on loopback is (200). Needs
     /// such an address (eth0 here); without one, the rule is checked above on addresses alone.
-    @Test func aGatewayWithoutATokenAnswersLoopbackCallersOnly() async throws {
-        guard let address = Self.nonLoopbackIPv4() else {
-            Issue.record("this machine has no non-loopback IPv4 address to call from")
-            return
-        }
+    @Test(.enabled(if: Self.nonLoopbackIPv4() != nil, "this machine has no non-loopback IPv4 address to call from"))
+    func aGatewayWithoutATokenAnswersLoopbackCallersOnly() async throws {
+        let address = try #require(Self.nonLoopbackIPv4())
         let p = try LiveProcess(Live.binary, ["serve", "--listen", "0.0.0.0:0", "--cache-dir", Live.cacheFolder()])
         defer { p.stop() }
         let port = Int(try p.waitForStderr(#/listening on 0\.0\.0\.0:(\d+)/#))!

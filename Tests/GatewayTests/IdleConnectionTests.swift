@@ -2,8 +2,9 @@ import Foundation
 import Testing
 import TestScratch
 
-/// A client that opens a connection and sends nothing, half a request, or nothing after its
-/// last answer holds a descriptor for a minute at most (each held one for ever, and a
+/// A client that opens a connection and sends nothing, half a request (or a WebSocket upgrade
+/// request without its body), or nothing after its last answer holds a descriptor for a
+/// minute at most (each held one for ever, and a
 /// thousand of them took a gateway down at the usual limit on open files). A suite of its own:
 /// it waits that minute, beside the others.
 @Suite("Idle connections")
@@ -24,8 +25,11 @@ struct IdleConnectionTests {
         let started = ContinuousClock.now
         let finished = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
         let halfSent = "GET /health HTTP/1.1\r\nHo"
+        // An upgrade request whose body never comes.
+        let upgradeWithoutItsBody = MalformedRequestTests.upgradeHead(extra: "Content-Length: 5\r\n")
         let cases: [(port: Int, send: String)] = [
-            (port, finished), (port, ""), (port, halfSent), (nodePort, finished), (nodePort, ""), (nodePort, halfSent),
+            (port, finished), (port, ""), (port, halfSent), (port, upgradeWithoutItsBody),
+            (nodePort, finished), (nodePort, ""), (nodePort, halfSent),
         ]
         let closed = try await withThrowingTaskGroup(of: (Int, Duration?).self) { group in
             for (i, c) in cases.enumerated() {

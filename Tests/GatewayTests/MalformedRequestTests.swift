@@ -16,6 +16,22 @@ struct MalformedRequestTests {
         ("a request line of 90 KB", Array("GET /\(String(repeating: "a", count: 90_000)) HTTP/1.1\r\nHost: x\r\n\r\n".utf8)),
     ]
 
+    /// A WebSocket upgrade request's head for the tracker's endpoint, with `extra` header lines.
+    static func upgradeHead(extra: String = "") -> String {
+        "GET /swarm/v1/ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\(extra)\r\n"
+    }
+
+    /// An upgrade request that comes with a body fails its upgrade: the connection is closed
+    /// at once (it was left open, with nothing reading it).
+    @Test func anUpgradeRequestWithABodyIsClosed() async throws {
+        let (g, port) = try Live.gateway([])
+        defer { g.stop() }
+        let (_, closed) = try await RawConnection.exchange(port: port, send: Array((Self.upgradeHead(extra: "Content-Length: 1\r\n") + "x").utf8), within: .seconds(10))
+        #expect(closed != nil, "not closed within 10 s")
+        #expect(try await HTTP.get("http://127.0.0.1:\(port)/health").status == 200)
+    }
+
     @Test func malformedRequestsAreAnswered400AndClosedAtOnce() async throws {
         let (g, port) = try Live.gateway([])
         defer { g.stop() }

@@ -786,6 +786,9 @@ final class PieceCacheTests {
             let posted = try await HTTP.post("http://127.0.0.1:\(port)/prepare", json: "{\"url\":\"\(url)\"}")
             #expect(posted.status == 403 && posted.text.contains("not in allow_origins"), "\(url): \(posted.status) \(posted.text)")
         }
+        // A port no origin can have is the caller's error.
+        let malformed = try await HTTP.post("http://127.0.0.1:\(port)/prepare", json: "{\"url\":\"http://127.0.0.1:99999/obj/a.ts\"}")
+        #expect(malformed.status == 400, "\(malformed.status) \(malformed.text)")
         #expect(try await jobs(port).isEmpty, "nothing queued")
     }
 

@@ -17,13 +17,14 @@ public struct AdminAccess: Sendable {
         self.token = token.flatMap { $0.isEmpty ? nil : Array($0.utf8) }
     }
 
-    /// The admin token from `--admin-token-file` (its first line), else `SWARMGATE_ADMIN_TOKEN`;
-    /// nil when neither is set.
+    /// The admin token from `--admin-token-file` (the file's one line), else
+    /// `SWARMGATE_ADMIN_TOKEN`; nil when neither is set.
     public static func token(from s: Settings, environment: [String: String]) throws(SettingsError) -> String? {
         try token(file: s["admin-token-file"], environment: environment)
     }
 
-    /// The admin token from `file` (its first line), else `SWARMGATE_ADMIN_TOKEN`.
+    /// The admin token from `file` (its one line, without surrounding white space), else
+    /// `SWARMGATE_ADMIN_TOKEN`.
     public static func token(file: String?, environment: [String: String]) throws(SettingsError) -> String? {
         if let file {
             guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
@@ -31,6 +32,8 @@ public struct AdminAccess: Sendable {
             }
             let token = text.trimmingCharacters(in: .whitespacesAndNewlines)
             guard !token.isEmpty else { throw SettingsError("admin-token-file: \(file) is empty") }
+            // A header carries one line: a token of several could never be sent.
+            guard !token.contains(where: \.isNewline) else { throw SettingsError("admin-token-file: \(file) holds more than one line") }
             return token
         }
         return environment["SWARMGATE_ADMIN_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }

@@ -4,12 +4,13 @@ import NIOCore
 import NIOHTTP1
 
 /// Watches a connection of an upgradable HTTP/1 server (the default `serve`'s and the
-/// tracker's: WebSocket upgrades at `/swarm/v1/ws`) until its first request head has come.
-/// Hummingbird adds its idle timeout and its answer to a malformed request there only after
-/// the first head, so a connection that sent nothing, half a head or a malformed one was held
-/// open for ever, unanswered. This one closes a connection whose first head has not come
-/// within `deadline`, answers a malformed one 400 and closes it, and leaves the pipeline at
-/// the first head.
+/// tracker's: WebSocket upgrades at `/swarm/v1/ws`) until its first request has come whole.
+/// Hummingbird adds its idle timeout and its answer to a malformed request there only once
+/// the first request is not an upgrade, so a connection that sent nothing, half a request, a
+/// malformed one, or an upgrade request whose body never ends was held open for ever,
+/// unanswered. This one closes a connection whose first request has not come whole within
+/// `deadline`, answers a malformed one 400 and closes it, and leaves the pipeline at the
+/// first request's end (a whole upgrade request is upgraded, or answered, at once).
 final class FirstRequestGuard: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
@@ -43,7 +44,7 @@ final class FirstRequestGuard: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard case .head = Self.unwrapInboundIn(data) else {
+        guard case .end = Self.unwrapInboundIn(data) else {
             context.fireChannelRead(data)
             return
         }
@@ -78,7 +79,9 @@ final class FirstRequestGuard: ChannelInboundHandler, RemovableChannelHandler {
     }
 }
 
-/// A server child channel with `FirstRequestGuard` after its HTTP request decoder.
+/// A server child channel with `FirstRequestGuard` after its HTTP request decoder, closed
+/// once its handling ends: an upgrade that fails (a request after the upgrade request, or a
+/// body with it) ends the handling and left the connection open, with nothing reading it.
 struct GuardedFirstRequest<Inner: ServerChildChannel>: ServerChildChannel {
     typealias Value = Inner.Value
     let inner: Inner
@@ -95,5 +98,6 @@ struct GuardedFirstRequest<Inner: ServerChildChannel>: ServerChildChannel {
 
     func handle(value: Value, logger: Logger) async {
         await inner.handle(value: value, logger: logger)
+        try? await value.channel.close()
     }
 }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A URL on the gateway that stands for one origin object (SPEC section 1):
 /// `GATEWAY/VHOST/ORIGIN-HOST[:PORT]/ORIGIN-PATH?ORIGIN-QUERY&xresid=ID[&xhttps=1][&xkey=1]`.
 /// It both builds such URLs and decodes a request target back to the origin URL.
@@ -141,14 +143,16 @@ public struct ProxyURL: Hashable, Sendable {
     /// host, host:port or [v6]:port, with nothing that could smuggle another authority in,
     /// and a port (when given) from 1 to 65535: anything else is the client's error (400),
     /// not one for the origin client to find (502).
+    public static func isValidAuthority(_ authority: String) -> Bool { isValidAuthority(Array(authority.utf8)[...]) }
+
     static func isValidAuthority(_ a: ArraySlice<UInt8>) -> Bool {
         let digit = { (c: UInt8) in c >= 0x30 && c <= 0x39 }
         var port: ArraySlice<UInt8> = []
         if a.first == UInt8(ascii: "[") {
             guard let close = a.firstIndex(of: UInt8(ascii: "]")) else { return false }
-            let inside = a[(a.startIndex + 1)..<close]
-            let hex = { (c: UInt8) in digit(c) || (c | 0x20 >= 0x61 && c | 0x20 <= 0x66) }
-            guard !inside.isEmpty, inside.allSatisfy({ hex($0) || $0 == ASCII.colon || $0 == ASCII.dot }) else { return false }
+            var address = in6_addr()
+            let inside = String(decoding: a[(a.startIndex + 1)..<close], as: UTF8.self)
+            guard inet_pton(AF_INET6, inside, &address) == 1 else { return false }
             let rest = a[(close + 1)...]
             if !rest.isEmpty {
                 guard rest.first == ASCII.colon else { return false }

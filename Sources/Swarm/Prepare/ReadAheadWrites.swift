@@ -22,9 +22,16 @@ final class ReadAheadWrites: Sendable {
     private let queue: DispatchQueue
     private let failures: RepeatedFailureLog
 
-    init(storage: any RegistryStorage, queue: DispatchQueue = DispatchQueue(label: "swarmgate.read-ahead-playlists"), failures: RepeatedFailureLog) {
+    /// How long after a failed write the changes are written again (with any newer ones).
+    let retryAfter: Duration
+
+    init(
+        storage: any RegistryStorage, queue: DispatchQueue = DispatchQueue(label: "swarmgate.read-ahead-playlists"),
+        retryAfter: Duration = .seconds(5), failures: RepeatedFailureLog
+    ) {
         self.storage = storage
         self.queue = queue
+        self.retryAfter = retryAfter
         self.failures = failures
     }
 
@@ -48,7 +55,8 @@ final class ReadAheadWrites: Sendable {
     }
 
     /// Writes the changes pending. Those that fail to be written are pending again (unless a
-    /// newer change replaced them meanwhile), written with the next change.
+    /// newer change replaced them meanwhile), and written again after `retryAfter`, with the
+    /// changes made since.
     private func write() {
         let taken = pending.withLock { p in
             defer {
@@ -62,8 +70,15 @@ final class ReadAheadWrites: Sendable {
             failures.succeeded()
         } catch {
             failures.failed(["error": "\(error)"])
-            pending.withLock { p in
+            let again = pending.withLock { p -> Bool in
                 for (name, change) in taken where p.changes[name] == nil { p.changes[name] = change }
+                guard !p.queued else { return false }
+                p.queued = true
+                return true
+            }
+            if again {
+                let nanoseconds = Int(retryAfter.components.seconds) * 1_000_000_000 + Int(retryAfter.components.attoseconds / 1_000_000_000)
+                queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { self.write() }
             }
         }
     }

@@ -287,7 +287,7 @@ public final class SwarmTracker: Sendable {
             if let host, m.whole != true { watch(host.reached(announced, remember: false), for: peer, host: host) }
             return nil
         case "lost":
-            state.withLock { s in s.sessions[peer]?.objects.subtract(m.objects ?? []) }
+            state.withLock { s in s.sessions[peer]?.objects.subtract((m.objects ?? []).lazy.filter(ObjectKey.isID)) }
             return nil
         case "want":
             let object = m.object.flatMap { ObjectKey.isID($0) ? $0 : nil }

@@ -34,6 +34,7 @@ struct PrepareCommand: AsyncParsableCommand {
         let objects = answer.removeValue(forKey: "objects") as? [String] ?? []
         let shown = try? JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys])
         print(String(decoding: status == 202 ? shown ?? body : body, as: UTF8.self))
+        if status == 401 || status == 403 { FileHandle.standardError.write(Data("swarmgate prepare: \(Self.adminHint)\n".utf8)) }
         guard status == 202 else { throw ExitCode(1) }
         guard wait else { return }
         guard objects.count == answer["queued"] as? Int ?? 0 else {
@@ -63,17 +64,25 @@ struct PrepareCommand: AsyncParsableCommand {
         var settled: ContinuousClock.Instant?
         while true {
             var counts: [String: Int]? = [:]
-            for ask in asks where counts != nil {
+            var refused: Int?
+            for ask in asks where counts != nil && refused == nil {
                 do {
                     let (code, reply) = try await Self.exchange(client, statusURL, method: .post, body: ask)
                     if code == 200, let part = try? JSONSerialization.jsonObject(with: reply) as? [String: Int] {
                         counts?.merge(part, uniquingKeysWith: +)
+                    } else if code == 401 || code == 403 {
+                        refused = code
                     } else {
                         (counts, problem) = (nil, "answered \(code)")
                     }
                 } catch {
                     (counts, problem) = (nil, "\(error)")
                 }
+            }
+            if let refused {
+                // Not a passing state: no wait makes it answer.
+                FileHandle.standardError.write(Data("swarmgate prepare: \(statusURL) answered \(refused): \(Self.adminHint)\n".utf8))
+                throw ExitCode(1)
             }
             if let counts {
                 func n(_ state: String) -> Int { counts[state] ?? 0 }
@@ -96,6 +105,9 @@ struct PrepareCommand: AsyncParsableCommand {
             try await Task.sleep(for: every)
         }
     }
+
+    /// What to do when a gateway or tracker refuses the operator's endpoints.
+    static let adminHint = "/prepare and /jobs answer loopback callers only, or callers with the admin token: give the gateway and its tracker --admin-token-file FILE (or SWARMGATE_ADMIN_TOKEN), and this command the same"
 
     /// The ids one status request carries (a gateway takes 50,000).
     static let statusBatch = 20_000
