@@ -115,7 +115,7 @@ let package = Package(
         .testTarget(
             name: "SwarmTests", dependencies: ["Swarm", "PieceStore", "TestScratch", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strictSwift),
-        .testTarget(name: "CLITests", dependencies: ["swarmgate", "TestScratch"], swiftSettings: strictSwift),
+        .testTarget(name: "CLITests", dependencies: ["swarmgate", "Manifest", "TestScratch"], swiftSettings: strictSwift),
         .testTarget(
             name: "GatewayTests",
             dependencies: [

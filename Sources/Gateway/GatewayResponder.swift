@@ -24,7 +24,6 @@ public final class GatewayResponder: HTTPResponder {
     let hotPieces: HotPieces
     public let stats: TrafficStats
     public let uploads: UploadSwitch
-    let variables: StreamVariables
     /// Who may call `/prepare` and `/jobs`.
     let admin: AdminAccess
     let queuedPlaylists = RecentlyQueued(interval: .seconds(60))
@@ -68,7 +67,6 @@ public final class GatewayResponder: HTTPResponder {
         self.hotPieces = HotPieces(capacity: configuration.memoryCacheSize)
         self.stats = stats
         self.uploads = UploadSwitch()
-        self.variables = StreamVariables()
         self.publicURL = Mutex(configuration.publicURL)
         self.admin = AdminAccess(token: configuration.adminToken)
         self.logger = logger
@@ -301,13 +299,20 @@ public final class GatewayResponder: HTTPResponder {
     }
 
     /// How this gateway rewrites an HLS playlist of `proxy`'s stream.
-    func hlsOptions(_ proxy: ProxyURL, collectReferences: Bool) -> HLSRewriter.Options {
+    /// A media playlist imports the variables of the master its player read, which its URL
+    /// carries (`xvars`); none are kept here between requests.
+    func hlsOptions(_ proxy: ProxyURL, collectReferences: Bool) throws(GatewayFailure) -> HLSRewriter.Options {
         var options = HLSRewriter.Options()
         options.gateway = currentPublicURL
         options.xresid = proxy.xresid
         options.inheritQuery = configuration.inheritQuery
         options.keyURIs = configuration.keyURIs
-        options.importedVariables = variables.get(proxy.xresid.value)
+        if let carried = proxy.variables {
+            do { options.importedVariables = try PlaylistVariables.decode(carried) } catch {
+                throw GatewayFailure(.badRequest, error.message)
+            }
+            options.variablesParameter = carried
+        }
         options.collectReferences = collectReferences
         return options
     }
@@ -339,9 +344,8 @@ public final class GatewayResponder: HTTPResponder {
                 let lowLatency = !vod && Self.contains(body, Self.partTag)
                 let live = !vod && configuration.readAhead != .zero
                 let liveTail = live && liveListingDue(lowLatency ? playlist : playlist + "?" + (effective.query ?? ""), body)
-                let options = hlsOptions(proxy, collectReferences: readAhead || liveTail)
+                let options = try hlsOptions(proxy, collectReferences: readAhead || liveTail)
                 let result = try HLSRewriter(playlistURL: effective, options: options).rewrite(body)
-                if result.kind == .master, !result.variables.isEmpty { variables.set(proxy.xresid.value, result.variables) }
                 if result.kind == .media {
                     if readAhead && !prepareAhead(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query) {
                         skippedReadAhead(playlist)
@@ -389,6 +393,8 @@ public final class GatewayResponder: HTTPResponder {
                 }
                 contentType = "application/dash+xml"
             }
+        } catch let failure as GatewayFailure {
+            throw failure  // the request's own (forged variables), not the origin's
         } catch {
             throw GatewayFailure(.badGateway, "origin sent a manifest that cannot be rewritten: \(error)")
         }
@@ -726,19 +732,6 @@ public final class UploadSwitch: Sendable {
     public init() {}
     public var isOn: Bool { on.load(ordering: .acquiring) }
     public func set(_ value: Bool) { on.store(value, ordering: .releasing) }
-}
-
-/// The `EXT-X-DEFINE` variables of the last master playlist rewritten per stream, so that the
-/// media playlists it references can `IMPORT` them when the player asks for those.
-final class StreamVariables: Sendable {
-    private let byStream = Mutex<[String: [String: String]]>([:])
-    func get(_ xresid: String) -> [String: String] { byStream.withLock { $0[xresid] ?? [:] } }
-    func set(_ xresid: String, _ v: [String: String]) {
-        byStream.withLock { s in
-            if s.count > 10_000 { s.removeAll() }  // bounded: a cache, not a registry
-            s[xresid] = v
-        }
-    }
 }
 
 /// The media objects of recent VOD playlists in playback order: which objects follow the

@@ -182,20 +182,21 @@ extension GatewayResponder {
     /// rendition playlists are fetched in turn.
     func preparePlaylist(_ proxy: ProxyURL, depth: Int) async throws(GatewayFailure) -> [ObjectRef] {
         let (_, body, effective) = try await fetchManifest(proxy, "the playlist")
-        let options = hlsOptions(proxy, collectReferences: true)
+        let options = try hlsOptions(proxy, collectReferences: true)
         let result: HLSRewrite
         do { result = try HLSRewriter(playlistURL: effective, options: options).rewrite(body) } catch {
             throw GatewayFailure(.badGateway, "the playlist cannot be read: \(error)")
         }
         if result.kind == .master {
-            if !result.variables.isEmpty { variables.set(proxy.xresid.value, result.variables) }
             guard depth == 0 else { return [] }
+            // Its playlists import its variables, as a player's would.
+            let carried = PlaylistVariables.encode(result.variables)
             var total: [ObjectRef] = []
             var seen = Set<String>()
             for ref in result.references where [.variant, .rendition, .iFrameVariant].contains(ref.role) {
                 let url = configuration.inheritQuery.applied(to: ref.origin, parentQuery: proxy.origin.query)
                 guard seen.insert(url.string).inserted else { continue }
-                total += try await preparePlaylist(ProxyURL(virtualHost: .hls, origin: url, xresid: proxy.xresid), depth: 1)
+                total += try await preparePlaylist(ProxyURL(virtualHost: .hls, origin: url, xresid: proxy.xresid, variables: carried), depth: 1)
             }
             return total
         }

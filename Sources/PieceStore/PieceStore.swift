@@ -47,6 +47,10 @@ public final class PieceStore: Sendable {
     private let onCorruptPiece: @Sendable () -> Void
     private let observer = Mutex<(@Sendable (Change) -> Void)?>(nil)
     private let unwritten = Mutex(UnwrittenRows())
+    /// Where rows are written behind the pieces: SQLite blocks its thread, which must not be
+    /// one of Swift's few cooperative threads (a busy node, or a test run, starved the write
+    /// behind for seconds there).
+    private let indexWrites = DispatchQueue(label: "swarmgate.piece-index", qos: .utility)
     private let indexFailures: RepeatedFailureLog
     private let shortages = Atomic<Int>(0)
     /// Whether the last piece met a full disk with nothing to evict.
@@ -490,27 +494,28 @@ public final class PieceStore: Sendable {
             return !u.writeScheduled
         }
         guard schedule else { return }
-        Task.detached { [self] in
-            var delay = Self.indexDelay
-            while true {
-                try? await Task.sleep(for: delay)
-                unwritten.withLock { $0.writeScheduled = false }
-                do throws(PieceStoreError) {
-                    try flush()
-                    indexFailures.succeeded()
-                    return
-                } catch {
-                    indexFailures.failed(["error": "\(error)"])
-                }
-                // Failed rows are back in `ids`; unless a change scheduled a write since, this
-                // task tries again.
-                let retry = unwritten.withLock { u in
-                    defer { u.writeScheduled = true }
-                    return !u.writeScheduled
-                }
-                guard retry else { return }
-                delay = Self.indexRetryDelay
+        writeBehind(after: Self.indexDelay)
+    }
+
+    /// Writes the rows behind after `delay`, on `indexWrites`; a write that fails is tried
+    /// again after `indexRetryDelay` unless a change scheduled one since.
+    private func writeBehind(after delay: Duration) {
+        let nanoseconds = Int(delay.components.seconds) * 1_000_000_000 + Int(delay.components.attoseconds / 1_000_000_000)
+        indexWrites.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [self] in
+            unwritten.withLock { $0.writeScheduled = false }
+            do throws(PieceStoreError) {
+                try flush()
+                indexFailures.succeeded()
+                return
+            } catch {
+                indexFailures.failed(["error": "\(error)"])
             }
+            // Failed rows are back in `ids`.
+            let retry = unwritten.withLock { u in
+                defer { u.writeScheduled = true }
+                return !u.writeScheduled
+            }
+            if retry { writeBehind(after: Self.indexRetryDelay) }
         }
     }
 

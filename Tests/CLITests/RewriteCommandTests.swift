@@ -1,4 +1,5 @@
 import Foundation
+import Manifest
 import Testing
 import TestScratch
 
@@ -66,7 +67,9 @@ struct RewriteCommandTests {
         let masterOut = try String(contentsOf: out.appendingPathComponent("master.m3u8"), encoding: .utf8)
         let derived = masterOut.firstMatch(of: #/xresid=([0-9a-f]{32})/#).map { String($0.1) }
         #expect(derived != nil)
-        #expect(masterOut.contains("http://127.0.0.1:8080/hls.vod.p2p.com/cdn.example.com/show/low/index.m3u8?xresid=\(derived ?? "")\n"))
+        // Its variants carry its variables (`xvars`), which a gateway's media playlists import.
+        let carried = try #require(PlaylistVariables.encode(["cdn": "https://edge.example"]))
+        #expect(masterOut.contains("http://127.0.0.1:8080/hls.vod.p2p.com/cdn.example.com/show/low/index.m3u8?xresid=\(derived ?? "")&xvars=\(carried)\n"))
         let low = try String(contentsOf: out.appendingPathComponent("low/index.m3u8"), encoding: .utf8)
         #expect(low.contains("http://127.0.0.1:8080/hls.vod.p2p.com/edge.example/s.ts?xresid=\(derived ?? "")&xhttps=1"))
         let high = try String(contentsOf: out.appendingPathComponent("high/index.m3u8"), encoding: .utf8)

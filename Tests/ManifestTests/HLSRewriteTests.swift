@@ -209,6 +209,19 @@ struct HLSStateTests {
         expectError(.expansionTooLong, line: 4, "#EXTM3U\n#EXT-X-DEFINE:NAME=\"v\",VALUE=\"\(big)\"\n#EXTINF:4,\n\(refs).ts\n")
     }
 
+    /// Each URI within its bound, the whole playlist not: a 1 MiB value used 700 times made
+    /// a 735 MB answer from a 1 MB playlist. What variables add in all is bounded.
+    @Test func whatVariablesAddToThePlaylistIsBoundedInAll() throws {
+        let value = String(repeating: "v", count: (1 << 20) - 200)
+        let define = "#EXTM3U\n#EXT-X-DEFINE:NAME=\"a\",VALUE=\"\(value)\"\n"
+        let lines = (0..<40).map { _ in "#EXTINF:4,\n{$a}\n" }.joined()
+        // Line 68: the 33rd URI passes 32 MiB added (each adds a little under 1 MiB).
+        expectError(.expansionTooLong, line: 68, define + lines)
+        // The same value a few times stays within it.
+        let few = (0..<8).map { _ in "#EXTINF:4,\n{$a}\n" }.joined()
+        #expect(try rewrittenText(define + few).utf8.count > 8 << 20)
+    }
+
     @Test func inheritedQueryParametersAreAppendedWhereMissing() throws {
         let base = "https://cdn.example.com/v/index.m3u8?token=T1&exp=99&_HLS_msn=5&xx=1"
         let text = "#EXTM3U\n#EXTINF:4,\na.ts\n#EXTINF:4,\nb.ts?token=OWN\n#EXT-X-KEY:METHOD=AES-128,URI=\"k\"\n"

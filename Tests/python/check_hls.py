@@ -14,7 +14,7 @@ from urllib.parse import urljoin, urldefrag
 
 import m3u8
 
-GATEWAY_PARAMS = {"xresid", "xmode", "xhttps", "xkey"}
+GATEWAY_PARAMS = {"xresid", "xmode", "xhttps", "xkey", "xvars"}
 
 
 def decode_proxy(url, gateway):

@@ -13,6 +13,10 @@ public struct HLSRewriter: Sendable {
         public var keyURIs: KeyURIMode = .origin
         /// Values for `EXT-X-DEFINE:IMPORT`, from the playlist that referenced this one.
         public var importedVariables: [String: String] = [:]
+        /// The `xvars` value (`PlaylistVariables`) that the URIs of the playlists this one
+        /// references carry: a media playlist passes on the one it came with to its rendition
+        /// reports. A master's own variables replace it in its variants and renditions.
+        public var variablesParameter: String?
         /// Whether to list every rewritten URI in the result.
         public var collectReferences = false
         /// Inputs larger than this are refused (SPEC: playlists at most 16 MiB).
@@ -21,6 +25,9 @@ public struct HLSRewriter: Sendable {
         public var maxLineLength = 1 << 20
         /// A URI longer than this after variable substitution is refused.
         public var maxExpandedURILength = 1 << 20
+        /// A playlist whose variables add more than this to its URIs in all is refused: the
+        /// output stays within a few times the 16 MiB input.
+        public var maxAddedByVariables = 32 << 20
 
         public init() {}
     }
@@ -29,6 +36,8 @@ public struct HLSRewriter: Sendable {
     public let options: Options
     let base: ResolutionBase
     let writer: ProxyWriter
+    /// `&xvars=…` for the URIs of playlists, or nothing.
+    let variablesItem: [UInt8]
 
     /// `playlistURL` is the effective URL the playlist was fetched from (after redirects):
     /// relative URIs resolve against it and `QUERYPARAM` variables read its query.
@@ -41,6 +50,7 @@ public struct HLSRewriter: Sendable {
             xresid: options.xresid ?? XResID(derivedFrom: playlistURL))
         w.inherited = options.inheritQuery.items(of: playlistURL.query)
         writer = w
+        variablesItem = options.variablesParameter.map { Array("&xvars=\($0)".utf8) } ?? []
     }
 
     /// Rewrites `input`, or throws a `ManifestError` naming the line at fault. Never returns a
@@ -54,12 +64,20 @@ public struct HLSRewriter: Sendable {
         guard input.count <= options.maxInputSize else {
             throw ManifestError(.inputTooLarge, "playlist is \(input.count) bytes, over the limit of \(options.maxInputSize)")
         }
-        return try base.withView { (base) throws(ManifestError) -> HLSRewrite in
+        let result = try base.withView { (base) throws(ManifestError) -> HLSRewrite in
             var run = HLSRewriteRun(rewriter: self, input: input, base: base)
             try run.run()
             return HLSRewrite(
                 output: run.out, kind: run.kind, variables: run.definedVariables, references: run.references)
         }
+        // A master's variants and renditions carry its own variables, which are known once it
+        // has been read: it is rewritten again with them (masters are short).
+        guard result.kind == .master else { return result }
+        let own = PlaylistVariables.encode(result.variables)
+        guard own != options.variablesParameter else { return result }
+        var again = options
+        again.variablesParameter = own
+        return try HLSRewriter(playlistURL: playlistURL, options: again).rewrite(input)
     }
 
     /// Rewrites text.
@@ -90,6 +108,8 @@ struct HLSRewriteRun {
     var references: [HLSReference] = []
     var pendingByteRange: ByteRange?
     var lastByteRangeEnd: UInt64 = 0
+    /// Bytes that variable substitution added to URIs so far.
+    var addedByVariables = 0
     var pendingDuration: Double?
     var queryItems: [(item: [UInt8], name: [UInt8])]?
 
@@ -466,11 +486,27 @@ struct HLSRewriteRun {
         let raw = input.view(range)
         if raw.count > 1 && raw.index(of: UInt8(ascii: "$"), from: 0) < raw.count {
             let expanded = try substitute(raw)
+            // What variables add, over the whole playlist: each URI's bound alone let a small
+            // playlist grow into gigabytes (a 1 MiB value used 700 times).
+            addedByVariables += max(0, expanded.count - raw.count)
+            if addedByVariables > r.options.maxAddedByVariables {
+                throw ManifestError(
+                    .expansionTooLong, line: line, "variables add more than \(r.options.maxAddedByVariables) bytes to the playlist")
+            }
             try expanded.withUnsafeBufferPointer { (ref) throws(ManifestError) in
                 try rewriteURI(ref, replacing: range, role: role)
             }
         } else {
             try rewriteURI(raw, replacing: range, role: role)
+        }
+    }
+
+    /// What a URI of `role` carries after the gateway's parameters: the variables, for a
+    /// playlist (`Options.variablesParameter`).
+    func extra(for role: HLSReference.Role) -> [UInt8] {
+        switch role {
+        case .variant, .iFrameVariant, .imageVariant, .rendition, .renditionReport: return r.variablesItem
+        default: return []
         }
     }
 
@@ -495,9 +531,9 @@ struct HLSRewriteRun {
                 // The common case, a path relative to the playlist's folder: the proxy URL up to
                 // the end of that folder is the same for every such URI.
                 out.append(contentsOf: directoryPrefix)
-                try r.writer.write(afterPrefix: target, isKey: isKey, skippingAuthorityAndHead: true, into: &out)
+                try r.writer.write(afterPrefix: target, isKey: isKey, skippingAuthorityAndHead: true, extra: extra(for: role), into: &out)
             } else {
-                try r.writer.write(target, isKey: isKey, into: &out)
+                try r.writer.write(target, isKey: isKey, extra: extra(for: role), into: &out)
             }
         } catch {
             throw ManifestError(error.code, line: line, error.message)

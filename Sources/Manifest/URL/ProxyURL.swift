@@ -19,11 +19,16 @@ public struct ProxyURL: Hashable, Sendable {
     /// `xkey=1`: an HLS key, fetched fresh from the origin every time, never cached or shared.
     public var isKey: Bool
 
-    public init(virtualHost: VirtualHost, origin: OriginURL, xresid: XResID, isKey: Bool = false) {
+    /// The `xvars` parameter: the variables of the master playlist that referenced this one
+    /// (`PlaylistVariables`), as it came.
+    public var variables: String?
+
+    public init(virtualHost: VirtualHost, origin: OriginURL, xresid: XResID, isKey: Bool = false, variables: String? = nil) {
         self.virtualHost = virtualHost
         self.origin = origin
         self.xresid = xresid
         self.isKey = isKey
+        self.variables = variables
     }
 
     /// Decodes a request target (`/VHOST/HOST/PATH?QUERY`). Throws `unknownVirtualHost` for a
@@ -61,6 +66,7 @@ public struct ProxyURL: Hashable, Sendable {
         var xresid: ArraySlice<UInt8>?
         var https = false
         var key = false
+        var variables: String?
         var failure: ManifestError?
         if queryStart < b.endIndex {
             QueryItems.forEach(b[(queryStart + 1)...]) { item, name in
@@ -79,6 +85,8 @@ public struct ProxyURL: Hashable, Sendable {
                     if value.elementsEqual("1".utf8) { https = true } else if !value.elementsEqual("0".utf8) {
                         failure = ManifestError(.invalidProxyURL, "xhttps must be 1 or 0")
                     }
+                case "xvars":
+                    variables = String(decoding: value, as: UTF8.self)
                 default:
                     if value.elementsEqual("1".utf8) { key = true } else if !value.elementsEqual("0".utf8) {
                         failure = ManifestError(.invalidProxyURL, "xkey must be 1 or 0")
@@ -102,7 +110,7 @@ public struct ProxyURL: Hashable, Sendable {
         } else {
             id = XResID(derivedFrom: origin)
         }
-        self.init(virtualHost: vhost, origin: origin, xresid: id, isKey: key)
+        self.init(virtualHost: vhost, origin: origin, xresid: id, isKey: key, variables: variables)
     }
 
     /// The proxy URL on the gateway at `gateway` (e.g. `http://127.0.0.1:8080`). Throws
@@ -117,7 +125,7 @@ public struct ProxyURL: Hashable, Sendable {
             let target = ResolvedTarget(
                 isHTTPS: origin.isHTTPS, authority: b.view(c.authority!), pathTail: b.view(c.path),
                 query: c.query.map { b.view($0) })
-            try writer.write(target, isKey: isKey, into: &out)
+            try writer.write(target, isKey: isKey, extra: variables.map { Array("&xvars=\($0)".utf8) } ?? [], into: &out)
         }
         return String(decoding: out, as: UTF8.self)
     }
@@ -213,14 +221,16 @@ struct ProxyWriter: Sendable {
         (https ? 4 : 0) + (key ? 2 : 0) + (ampersand ? 1 : 0)
     }
 
-    func write(_ t: ResolvedTarget, isKey: Bool, into out: inout [UInt8]) throws(ManifestError) {
+    func write(_ t: ResolvedTarget, isKey: Bool, extra: [UInt8] = [], into out: inout [UInt8]) throws(ManifestError) {
         out.append(contentsOf: prefix)
-        try write(afterPrefix: t, isKey: isKey, into: &out)
+        try write(afterPrefix: t, isKey: isKey, extra: extra, into: &out)
     }
 
     /// Everything after `GATEWAY/VHOST/`, when the caller wrote that (and maybe more) itself.
     @inline(__always)
-    func write(afterPrefix t: ResolvedTarget, isKey: Bool, skippingAuthorityAndHead: Bool = false, into out: inout [UInt8]) throws(ManifestError) {
+    func write(
+        afterPrefix t: ResolvedTarget, isKey: Bool, skippingAuthorityAndHead: Bool = false, extra: [UInt8] = [], into out: inout [UInt8]
+    ) throws(ManifestError) {
         if let q = t.query, let name = QueryItems.firstGatewayParameter(in: q) {
             throw ManifestError(.reservedParameter, "the origin query already has the gateway's parameter '\(name)'")
         }
@@ -242,6 +252,7 @@ struct ProxyWriter: Sendable {
             ampersand = false
         }
         out.append(contentsOf: suffixes[Self.suffixIndex(https: t.isHTTPS, key: isKey, ampersand: ampersand)])
+        out.append(contentsOf: extra)
         if let f = t.fragment {
             out.append(ASCII.hash)
             out.append(contentsOf: f)

@@ -3,7 +3,7 @@
 enum QueryItems {
     /// The gateway's own parameters, removed from the origin query on the way in.
     static let gatewayParameters: [[UInt8]] = [
-        Array("xresid".utf8), Array("xmode".utf8), Array("xhttps".utf8), Array("xkey".utf8),
+        Array("xresid".utf8), Array("xmode".utf8), Array("xhttps".utf8), Array("xkey".utf8), Array("xvars".utf8),
     ]
 
     /// Calls `body` with each item and its name, in order (empty items included).
