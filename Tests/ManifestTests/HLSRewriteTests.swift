@@ -222,6 +222,14 @@ struct HLSStateTests {
         #expect(try rewrittenText(define + few).utf8.count > 8 << 20)
     }
 
+    /// A URI attribute given twice is refused (RFC 8216bis 4.2): only the first was rewritten,
+    /// and a player that reads the last fetched the origin's URL directly.
+    @Test func aURIAttributeGivenTwiceIsRefused() throws {
+        expectError(.malformedAttributes, line: 2, "#EXTM3U\n#EXT-X-MAP:URI=\"init.mp4\",URI=\"http://cdn.example.com/init.mp4\"\n#EXTINF:4,\na.ts\n")
+        expectError(.malformedAttributes, line: 2, "#EXTM3U\n#EXT-X-KEY:METHOD=AES-128,URI=\"k1\",URI=\"k2\"\n#EXTINF:4,\na.ts\n")
+        expectError(.malformedAttributes, line: 2, "#EXTM3U\n#EXT-X-MAP:URI=\"a\",URI=\"\"\n#EXTINF:4,\na.ts\n")
+    }
+
     @Test func inheritedQueryParametersAreAppendedWhereMissing() throws {
         let base = "https://cdn.example.com/v/index.m3u8?token=T1&exp=99&_HLS_msn=5&xx=1"
         let text = "#EXTM3U\n#EXTINF:4,\na.ts\n#EXTINF:4,\nb.ts?token=OWN\n#EXT-X-KEY:METHOD=AES-128,URI=\"k\"\n"

@@ -39,6 +39,20 @@ struct AttributeList {
         }
     }
 
+    /// The attribute `name` if present; more than one is an error (RFC 8216bis 4.2 forbids it),
+    /// for a URI one above all: a player that reads the last would fetch what the gateway did
+    /// not rewrite.
+    func only(_ name: StaticString, in b: ByteView, line: Int) throws(ManifestError) -> Attribute? {
+        var found: Attribute?
+        for a in attributes where name.withUTF8Buffer({ n in b[a.name].elementsEqual(n) }) {
+            guard found == nil else {
+                throw ManifestError(.malformedAttributes, line: line, "attribute \(name) appears more than once")
+            }
+            found = a
+        }
+        return found
+    }
+
     func first(_ name: StaticString, in b: ByteView) -> Attribute? {
         attributes.first { a in
             name.withUTF8Buffer { n in b[a.name].elementsEqual(n) }

@@ -298,14 +298,17 @@ struct HLSRewriteRun {
         case .key(let role):
             let attrs = try AttributeList(b, value, line: line)
             if let method = attrs.first("METHOD", in: b), b.view(method.value).elementsEqual("NONE".utf8) { return }
-            if let uri = attrs.first("URI", in: b) {
+            if let uri = try attrs.only("URI", in: b, line: line) {
                 try rewriteAttribute(uri, role: role)
             }
         case .uris(let names):
             let attrs = try AttributeList(b, value, line: line)
             // The output is written front to back, so the URIs are rewritten in the order they
             // stand on the line, whatever order the tag's table lists them in.
-            let found = names.compactMap { name, role in attrs.first(name, in: b).map { (uri: $0, role: role) } }
+            var found: [(uri: AttributeList.Attribute, role: HLSReference.Role)] = []
+            for (name, role) in names {
+                if let uri = try attrs.only(name, in: b, line: line) { found.append((uri, role)) }
+            }
             for (uri, role) in found.sorted(by: { $0.uri.value.lowerBound < $1.uri.value.lowerBound }) {
                 var range: ByteRange?
                 if role == .map || role == .part, let br = attrs.first("BYTERANGE", in: b) {
