@@ -90,6 +90,24 @@ struct RewriteCommandTests {
         #expect(allFiles(out) == ["good.m3u8"], "no partial or temporary file is left for the failures")
     }
 
+    /// A file whose name is not UTF-8 cannot be read by the name the walk gives: it fails,
+    /// named, and the exit is 1 (it was skipped, and the exit 0).
+    @Test func aFileWhoseNameIsNotUTF8FailsNamed() throws {
+        let dir = try folder(["ok.m3u8": Self.media])
+        // "caf\xe9.m3u8": Latin-1, not UTF-8.
+        let name: [UInt8] = Array("caf".utf8) + [0xE9] + Array(".m3u8".utf8)
+        let path = Array(dir.path.utf8) + [UInt8(ascii: "/")] + name + [0]
+        let fd = path.withUnsafeBufferPointer { p in p.withMemoryRebound(to: CChar.self) { open($0.baseAddress!, O_CREAT | O_WRONLY, 0o644) } }
+        #expect(fd >= 0)
+        _ = Array(Self.media.utf8).withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        let out = dir.appendingPathComponent("out")
+        let r = try SwarmgateProcess.run(["rewrite", "--base-url", "http://cdn.example.com/", "--output", out.path, dir.path])
+        #expect(r.status == 1, "\(r.stderr)")
+        #expect(r.stderr.contains("caf") && r.stderr.contains(".m3u8"), "the failure is named: \(r.stderr)")
+        #expect(allFiles(out) == ["ok.m3u8"])
+    }
+
     @Test func anExistingOutputIsReplacedWholeNeverTruncated() throws {
         let dir = try folder(["in.m3u8": "#EXTM3U\n#EXTINF:4,\n\0.ts\n", "out.m3u8": "previous"])
         let outPath = dir.appendingPathComponent("out.m3u8").path

@@ -88,7 +88,9 @@ struct RewritePlan: Sendable {
             guard extensions.contains(where: { lower.hasSuffix($0) }) else { continue }
             var dir: ObjCBool = false
             let full = (folder as NSString).appendingPathComponent(relative)
-            if FileManager.default.fileExists(atPath: full, isDirectory: &dir), !dir.boolValue {
+            // One that cannot be found by the name the walk gave (not UTF-8, so not given
+            // exactly; or a broken link) fails by that name, rather than being skipped.
+            if !FileManager.default.fileExists(atPath: full, isDirectory: &dir) || !dir.boolValue {
                 found.append(relative)
             }
         }
