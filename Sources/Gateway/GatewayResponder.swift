@@ -335,7 +335,11 @@ public final class GatewayResponder: HTTPResponder {
                 // A VOD playlist's objects are queued for preparation: once a minute at most,
                 // since its list does not change (collecting references costs time).
                 // A live one's newest segments are, as it refreshes: once a second at most.
-                let playlist = proxy.xresid.value + " " + effective.authority + effective.path
+                // The request's own variables (`xvars`) first: forged or malformed ones are the
+                // caller's error before anything shared is claimed, and the memos below are
+                // the list's under those variables, so that they change no other request's.
+                var options = try hlsOptions(proxy, collectReferences: false)
+                let playlist = proxy.xresid.value + " " + effective.authority + effective.path + (proxy.variables.map { " xvars=" + $0 } ?? "")
                 let vod = Self.isVOD(body)
                 let readAhead = vod && queuedPlaylists.claim(playlist)
                 // Renditions may differ by query only (`live.m3u8?v=hi`); a low-latency
@@ -344,8 +348,12 @@ public final class GatewayResponder: HTTPResponder {
                 let lowLatency = !vod && Self.contains(body, Self.partTag)
                 let live = !vod && configuration.readAhead != .zero
                 let liveTail = live && liveListingDue(lowLatency ? playlist : playlist + "?" + (effective.query ?? ""), body)
-                let options = try hlsOptions(proxy, collectReferences: readAhead || liveTail)
-                let result = try HLSRewriter(playlistURL: effective, options: options).rewrite(body)
+                options.collectReferences = readAhead || liveTail
+                let result: HLSRewrite
+                do { result = try HLSRewriter(playlistURL: effective, options: options).rewrite(body) } catch {
+                    if readAhead { queuedPlaylists.release(playlist) }  // nothing was planned
+                    throw error
+                }
                 if result.kind == .media {
                     if readAhead && !prepareAhead(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query) {
                         skippedReadAhead(playlist)
@@ -395,6 +403,9 @@ public final class GatewayResponder: HTTPResponder {
             }
         } catch let failure as GatewayFailure {
             throw failure  // the request's own (forged variables), not the origin's
+        } catch let error as ManifestError where error.code == .undefinedVariable && error.message.hasPrefix("IMPORT of") && proxy.variables == nil {
+            throw GatewayFailure(
+                .badRequest, "this media playlist imports its master's variables: ask for it by the master's variant URL, which carries them (xvars): \(error)")
         } catch {
             throw GatewayFailure(.badGateway, "origin sent a manifest that cannot be rewritten: \(error)")
         }

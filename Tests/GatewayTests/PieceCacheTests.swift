@@ -1,4 +1,5 @@
 import Foundation
+import Manifest
 import Swarm
 import Testing
 
@@ -619,6 +620,24 @@ final class PieceCacheTests {
     /// player who leaves early costs the origin that window, and the window follows a player
     /// who seeks. Opening the playlist prepares nothing: the player may start anywhere. An
     /// operator's `POST /prepare` still prepares all of it.
+    /// A request with forged variables (`xvars`) claims nothing shared: it is refused before
+    /// the playlist's read-ahead is claimed, and one with valid ones claims its own. A
+    /// malformed one used to use up the playlist's claim for a minute, so the genuine
+    /// players' read-ahead did not happen.
+    @Test func aForgedRequestDoesNotTakeThePlaylistsReadAhead() async throws {
+        let (g, port) = try gateway(["--read-ahead", "20"])
+        defer { g.stop() }
+        let name = "forged-\(UUID().uuidString.prefix(8))"
+        let playlist = proxied(port, "/vod/\(name).m3u8?segments=20&size=20000")
+        #expect(try await HTTP.get(playlist + "&xvars=%25").status == 400)
+        let forged = try #require(PlaylistVariables.encode(["x": "y"]))
+        #expect(try await HTTP.get(playlist + "&xvars=" + forged).status == 200)
+        let list = try await HTTP.get(playlist)
+        let urls = list.text.split(separator: "\n").filter { !$0.hasPrefix("#") }.map(String.init)
+        #expect([200, 302].contains(try await HTTP.get(urls[0]).status))
+        #expect(try await settledJobSegments(port, name) == Set(0...5), "the genuine player's window opened")
+    }
+
     @Test func readAheadPreparesAWindowAheadOfThePlayerNotTheWholeVOD() async throws {
         let (g, port) = try gateway(["--read-ahead", "20"])
         defer { g.stop() }

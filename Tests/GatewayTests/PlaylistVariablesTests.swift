@@ -50,9 +50,12 @@ struct PlaylistVariablesTests {
         // A media playlist asked for without its master's variables cannot import them: an
         // error, not another viewer's values; forged ones are the caller's error.
         let bare = try await HTTP.get(base + "media.m3u8?token=t")
-        #expect(bare.status == 502 && bare.text.contains("user"), "\(bare.status) \(bare.text)")
+        #expect(bare.status == 400 && bare.text.contains("xvars"), "\(bare.status) \(bare.text)")
         let forged = try await HTTP.get(base + "media.m3u8?token=t&xvars=%%%")
         #expect(forged.status == 400, "\(forged.status) \(forged.text)")
+        // A value no playlist could define (a line break adds a line): refused.
+        let injected = try #require(PlaylistVariables.encode(["user": "x\n#EXT-X-KEY:METHOD=AES-128,URI=\"http://evil.example/k\""]))
+        #expect(try await HTTP.get(base + "media.m3u8?token=t&xvars=" + injected).status == 400)
     }
 
     @Test func variablesTravelAsTheyWere() throws {
@@ -62,5 +65,8 @@ struct PlaylistVariablesTests {
         #expect(try PlaylistVariables.decode(carried) == variables)
         #expect(PlaylistVariables.encode([:]) == nil)
         #expect(PlaylistVariables.encode(["big": String(repeating: "v", count: 4000)]) == nil, "too long to travel")
+        for bad in [["a b": "x"], ["a": "x\ny"], ["a": "q\"q"], ["": "x"]] {
+            #expect(throws: ManifestError.self) { try PlaylistVariables.decode(PlaylistVariables.encode(bad)!) }
+        }
     }
 }

@@ -228,6 +228,16 @@ struct HLSStateTests {
         expectError(.malformedAttributes, line: 2, "#EXTM3U\n#EXT-X-MAP:URI=\"init.mp4\",URI=\"http://cdn.example.com/init.mp4\"\n#EXTINF:4,\na.ts\n")
         expectError(.malformedAttributes, line: 2, "#EXTM3U\n#EXT-X-KEY:METHOD=AES-128,URI=\"k1\",URI=\"k2\"\n#EXTINF:4,\na.ts\n")
         expectError(.malformedAttributes, line: 2, "#EXTM3U\n#EXT-X-MAP:URI=\"a\",URI=\"\"\n#EXTINF:4,\na.ts\n")
+        // A METHOD given twice could hide the URI from the rewrite (NONE first).
+        expectError(.malformedAttributes, line: 2, "#EXTM3U\n#EXT-X-KEY:METHOD=NONE,METHOD=AES-128,URI=\"k.bin\"\n#EXTINF:4,\na.ts\n")
+    }
+
+    /// The variables a master's variants carry (`xvars`) count toward the bound too: 20,000
+    /// variants with 4 KiB each made an 80 MB answer from a 423 KB master.
+    @Test func theVariablesAMastersVariantsCarryCountTowardTheBound() throws {
+        let value = String(repeating: "v", count: 2900)
+        let variants = (0..<20_000).map { _ in "#EXT-X-STREAM-INF:BANDWIDTH=1\na.m3u8\n" }.joined()
+        expectError(.expansionTooLong, "#EXTM3U\n#EXT-X-DEFINE:NAME=\"a\",VALUE=\"\(value)\"\n" + variants)
     }
 
     @Test func inheritedQueryParametersAreAppendedWhereMissing() throws {

@@ -297,8 +297,9 @@ struct HLSRewriteRun {
             try define(value)
         case .key(let role):
             let attrs = try AttributeList(b, value, line: line)
-            if let method = attrs.first("METHOD", in: b), b.view(method.value).elementsEqual("NONE".utf8) { return }
-            if let uri = try attrs.only("URI", in: b, line: line) {
+            let uri = try attrs.only("URI", in: b, line: line)
+            if let method = try attrs.only("METHOD", in: b, line: line), b.view(method.value).elementsEqual("NONE".utf8) { return }
+            if let uri {
                 try rewriteAttribute(uri, role: role)
             }
         case .uris(let names):
@@ -491,11 +492,7 @@ struct HLSRewriteRun {
             let expanded = try substitute(raw)
             // What variables add, over the whole playlist: each URI's bound alone let a small
             // playlist grow into gigabytes (a 1 MiB value used 700 times).
-            addedByVariables += max(0, expanded.count - raw.count)
-            if addedByVariables > r.options.maxAddedByVariables {
-                throw ManifestError(
-                    .expansionTooLong, line: line, "variables add more than \(r.options.maxAddedByVariables) bytes to the playlist")
-            }
+            try addVariableBytes(max(0, expanded.count - raw.count))
             try expanded.withUnsafeBufferPointer { (ref) throws(ManifestError) in
                 try rewriteURI(ref, replacing: range, role: role)
             }
@@ -506,10 +503,23 @@ struct HLSRewriteRun {
 
     /// What a URI of `role` carries after the gateway's parameters: the variables, for a
     /// playlist (`Options.variablesParameter`).
-    func extra(for role: HLSReference.Role) -> [UInt8] {
+    /// It counts toward what variables add to the playlist (`maxAddedByVariables`).
+    mutating func extra(for role: HLSReference.Role) throws(ManifestError) -> [UInt8] {
         switch role {
-        case .variant, .iFrameVariant, .imageVariant, .rendition, .renditionReport: return r.variablesItem
-        default: return []
+        case .variant, .iFrameVariant, .imageVariant, .rendition, .renditionReport:
+            try addVariableBytes(r.variablesItem.count)
+            return r.variablesItem
+        default:
+            return []
+        }
+    }
+
+    /// Counts `n` more bytes that variables add to the playlist; past the bound, an error.
+    mutating func addVariableBytes(_ n: Int) throws(ManifestError) {
+        addedByVariables += n
+        if addedByVariables > r.options.maxAddedByVariables {
+            throw ManifestError(
+                .expansionTooLong, line: line, "variables add more than \(r.options.maxAddedByVariables) bytes to the playlist")
         }
     }
 
@@ -534,9 +544,9 @@ struct HLSRewriteRun {
                 // The common case, a path relative to the playlist's folder: the proxy URL up to
                 // the end of that folder is the same for every such URI.
                 out.append(contentsOf: directoryPrefix)
-                try r.writer.write(afterPrefix: target, isKey: isKey, skippingAuthorityAndHead: true, extra: extra(for: role), into: &out)
+                try r.writer.write(afterPrefix: target, isKey: isKey, skippingAuthorityAndHead: true, extra: try extra(for: role), into: &out)
             } else {
-                try r.writer.write(target, isKey: isKey, extra: extra(for: role), into: &out)
+                try r.writer.write(target, isKey: isKey, extra: try extra(for: role), into: &out)
             }
         } catch {
             throw ManifestError(error.code, line: line, error.message)

@@ -29,6 +29,15 @@ public enum PlaylistVariables {
         else {
             throw ManifestError(.invalidProxyURL, "xvars does not carry playlist variables")
         }
+        // What a playlist could define: a name of [A-Za-z0-9_-], a value a quoted string can
+        // hold (no control byte, no quote): a forged value must not add lines to a playlist.
+        for (name, value) in variables {
+            guard !name.isEmpty, name.utf8.allSatisfy(HLSRewriteRun.isVariableNameByte),
+                value.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x22 && $0 != 0x7f })
+            else {
+                throw ManifestError(.invalidProxyURL, "xvars carries a variable no playlist could define")
+            }
+        }
         return variables
     }
 }

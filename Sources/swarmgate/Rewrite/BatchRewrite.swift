@@ -121,9 +121,10 @@ struct BatchRewrite: Sendable {
             options.xresid = xresid
             options.inheritQuery = plan.settings.inheritQuery
             options.keyURIs = plan.settings.keyURIs
-            options.importedVariables = parent?.variables ?? [:]
-            // As the gateway would: its URL there carries them, and it passes them on.
+            // As the gateway would: its URL there carries them (when they are short enough to
+            // travel), and it passes them on.
             options.variablesParameter = parent.flatMap { PlaylistVariables.encode($0.variables) }
+            options.importedVariables = options.variablesParameter == nil ? [:] : parent?.variables ?? [:]
             options.collectReferences = plan.jobs.count > 1
             do {
                 let result = try HLSRewriter(playlistURL: job.url, options: options).rewrite(bytes)

@@ -88,8 +88,8 @@ struct RewritePlan: Sendable {
             guard extensions.contains(where: { lower.hasSuffix($0) }) else { continue }
             var dir: ObjCBool = false
             let full = (folder as NSString).appendingPathComponent(relative)
-            // One that cannot be found by the name the walk gave (not UTF-8, so not given
-            // exactly; or a broken link) fails by that name, rather than being skipped.
+            // A link to a folder is skipped; one that cannot be found by the name the walk
+            // gave (not UTF-8, so not given exactly; or a broken link) fails by that name.
             if !FileManager.default.fileExists(atPath: full, isDirectory: &dir) || !dir.boolValue {
                 found.append(relative)
             }
