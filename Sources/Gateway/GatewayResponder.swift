@@ -403,7 +403,7 @@ public final class GatewayResponder: HTTPResponder {
             }
         } catch let failure as GatewayFailure {
             throw failure  // the request's own (forged variables), not the origin's
-        } catch let error as ManifestError where error.code == .undefinedVariable && error.message.hasPrefix("IMPORT of") && proxy.variables == nil {
+        } catch let error as ManifestError where error.isMissingImport && proxy.variables == nil {
             throw GatewayFailure(
                 .badRequest, "this media playlist imports its master's variables: ask for it by the master's variant URL, which carries them (xvars): \(error)")
         } catch {

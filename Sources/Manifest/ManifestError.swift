@@ -78,6 +78,17 @@ public struct ManifestError: Error, Sendable, Hashable, CustomStringConvertible 
         self.message = message
     }
 
+    /// An `IMPORT` of a variable the parent playlist did not hand down (`undefinedVariable`).
+    static func missingImport(_ name: String, line: Int) -> ManifestError {
+        ManifestError(.undefinedVariable, line: line, missingImportPrefix + "'\(name)', which the parent playlist does not define")
+    }
+
+    private static let missingImportPrefix = "IMPORT of "
+
+    /// Whether this is `missingImport`: the media playlist was asked for without its master's
+    /// variables, rather than one that uses a variable it never defines.
+    public var isMissingImport: Bool { code == .undefinedVariable && message.hasPrefix(Self.missingImportPrefix) }
+
     public var description: String {
         if let line { return "line \(line): \(message) [\(code)]" }
         return "\(message) [\(code)]"

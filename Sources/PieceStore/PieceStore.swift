@@ -500,8 +500,7 @@ public final class PieceStore: Sendable {
     /// Writes the rows behind after `delay`, on `indexWrites`; a write that fails is tried
     /// again after `indexRetryDelay` unless a change scheduled one since.
     private func writeBehind(after delay: Duration) {
-        let nanoseconds = Int(delay.components.seconds) * 1_000_000_000 + Int(delay.components.attoseconds / 1_000_000_000)
-        indexWrites.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [self] in
+        indexWrites.asyncAfter(deadline: .now() + delay.dispatchInterval) { [self] in
             unwritten.withLock { $0.writeScheduled = false }
             do throws(PieceStoreError) {
                 try flush()
@@ -611,5 +610,12 @@ public final class PieceStore: Sendable {
             done += n
         }
         return true
+    }
+}
+
+extension Duration {
+    /// The same span for Dispatch (`asyncAfter`), to the nanosecond.
+    public var dispatchInterval: DispatchTimeInterval {
+        .nanoseconds(Int(components.seconds) * 1_000_000_000 + Int(components.attoseconds / 1_000_000_000))
     }
 }

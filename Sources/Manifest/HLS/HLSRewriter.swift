@@ -50,7 +50,7 @@ public struct HLSRewriter: Sendable {
             xresid: options.xresid ?? XResID(derivedFrom: playlistURL))
         w.inherited = options.inheritQuery.items(of: playlistURL.query)
         writer = w
-        variablesItem = options.variablesParameter.map { Array("&xvars=\($0)".utf8) } ?? []
+        variablesItem = options.variablesParameter.map(PlaylistVariables.queryItem) ?? []
     }
 
     /// Rewrites `input`, or throws a `ManifestError` naming the line at fault. Never returns a
@@ -389,8 +389,7 @@ struct HLSRewriteRun {
             nameAttr = n
             let name = String(decoding: b.view(n.value), as: UTF8.self)
             guard let v = r.options.importedVariables[name] else {
-                throw ManifestError(
-                    .undefinedVariable, line: line, "IMPORT of '\(name)', which the parent playlist does not define")
+                throw ManifestError.missingImport(name, line: line)
             }
             defined = Array(v.utf8)
         } else if let n = attrs.first("QUERYPARAM", in: b) {
@@ -502,8 +501,8 @@ struct HLSRewriteRun {
     }
 
     /// What a URI of `role` carries after the gateway's parameters: the variables, for a
-    /// playlist (`Options.variablesParameter`).
-    /// It counts toward what variables add to the playlist (`maxAddedByVariables`).
+    /// playlist (`Options.variablesParameter`), counted toward what variables add to the
+    /// playlist (`maxAddedByVariables`).
     mutating func extra(for role: HLSReference.Role) throws(ManifestError) -> [UInt8] {
         switch role {
         case .variant, .iFrameVariant, .imageVariant, .rendition, .renditionReport:

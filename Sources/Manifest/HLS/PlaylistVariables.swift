@@ -20,6 +20,9 @@ public enum PlaylistVariables {
         return text.utf8.count <= maxEncodedSize ? text : nil
     }
 
+    /// `&xvars=VALUE`, as a proxy URL ends with it.
+    static func queryItem(_ value: String) -> [UInt8] { Array("&xvars=\(value)".utf8) }
+
     /// The variables an `xvars` value carries.
     public static func decode(_ value: String) throws(ManifestError) -> [String: String] {
         var base64 = value.replacing("-", with: "+").replacing("_", with: "/")

@@ -125,7 +125,7 @@ public struct ProxyURL: Hashable, Sendable {
             let target = ResolvedTarget(
                 isHTTPS: origin.isHTTPS, authority: b.view(c.authority!), pathTail: b.view(c.path),
                 query: c.query.map { b.view($0) })
-            try writer.write(target, isKey: isKey, extra: variables.map { Array("&xvars=\($0)".utf8) } ?? [], into: &out)
+            try writer.write(target, isKey: isKey, extra: variables.map(PlaylistVariables.queryItem) ?? [], into: &out)
         }
         return String(decoding: out, as: UTF8.self)
     }

@@ -77,8 +77,7 @@ final class ReadAheadWrites: Sendable {
                 return true
             }
             if again {
-                let nanoseconds = Int(retryAfter.components.seconds) * 1_000_000_000 + Int(retryAfter.components.attoseconds / 1_000_000_000)
-                queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { self.write() }
+                queue.asyncAfter(deadline: .now() + retryAfter.dispatchInterval) { self.write() }
             }
         }
     }
