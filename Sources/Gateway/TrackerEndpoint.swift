@@ -144,7 +144,7 @@ public struct SwarmCredentials: Sendable {
     public static func from(_ s: Settings, environment: [String: String], required: Bool) throws(SettingsError) -> SwarmCredentials? {
         let appID = s["app-id"] ?? "swarmgate"
         var secret = environment["SWARMGATE_APP_SECRET"]
-        if let file = s["app-secret-file"] {
+        if let file = s.secretFile("app-secret-file", unless: "SWARMGATE_APP_SECRET", in: environment) {
             guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
                 throw SettingsError("app-secret-file: cannot read \(file)")
             }

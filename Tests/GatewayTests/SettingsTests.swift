@@ -1,6 +1,8 @@
+import Foundation
 import Testing
 
 import Gateway
+import TestScratch
 
 @Suite("Settings: flags, then SWARMGATE_* variables, then the config file")
 struct SettingsTests {
@@ -98,6 +100,33 @@ struct SettingsTests {
         for bad in ["-1", "soon", "100000"] {
             #expect(throws: SettingsError.self) { try GatewayConfiguration(try settings(flags: ["read-ahead": bad])) }
         }
+    }
+
+    /// SPEC section 5: flags, then the environment, then the file. A secret may come as a file
+    /// setting or as a variable holding it; a file the config file names loses to the variable.
+    @Test func aSecretInTheEnvironmentBeatsTheConfigFilesSecretFile() throws {
+        let secretPath = Scratch.path("secret"), tokenPath = Scratch.path("token")
+        try "from-the-file\n".write(toFile: secretPath, atomically: true, encoding: .utf8)
+        try "token-from-the-file".write(toFile: tokenPath, atomically: true, encoding: .utf8)
+        let file = "app_secret_file = \"\(secretPath)\"\nadmin_token_file = \"\(tokenPath)\""
+        let env = ["SWARMGATE_APP_SECRET": "from-the-environment", "SWARMGATE_ADMIN_TOKEN": "token-from-the-environment"]
+
+        let fileOnly = try settings(file: file)
+        #expect(try SwarmCredentials.from(fileOnly, environment: [:], required: true)?.secret == "from-the-file")
+        #expect(try AdminAccess.token(from: fileOnly, environment: [:]) == "token-from-the-file")
+
+        let environmentToo = try settings(env: env, file: file)
+        #expect(try SwarmCredentials.from(environmentToo, environment: env, required: true)?.secret == "from-the-environment")
+        #expect(try AdminAccess.token(from: environmentToo, environment: env) == "token-from-the-environment")
+
+        // A file a flag (or its own SWARMGATE_*_FILE variable) names beats the variable.
+        let flagged = try settings(flags: ["app-secret-file": secretPath, "admin-token-file": tokenPath], env: env, file: "")
+        #expect(try SwarmCredentials.from(flagged, environment: env, required: true)?.secret == "from-the-file")
+        #expect(try AdminAccess.token(from: flagged, environment: env) == "token-from-the-file")
+        var fileVariables = env
+        fileVariables["SWARMGATE_APP_SECRET_FILE"] = secretPath
+        let named = try settings(env: fileVariables, file: "")
+        #expect(try SwarmCredentials.from(named, environment: fileVariables, required: true)?.secret == "from-the-file")
     }
 
     @Test func everyDefinitionHasItsThreeNames() {

@@ -17,9 +17,9 @@ public struct AdminAccess: Sendable {
     }
 
     /// The admin token from `--admin-token-file` (the file's one line), else
-    /// `SWARMGATE_ADMIN_TOKEN`; nil when neither is set.
+    /// `SWARMGATE_ADMIN_TOKEN`, else the config file's `admin_token_file`; nil when none is set.
     public static func token(from s: Settings, environment: [String: String]) throws(SettingsError) -> String? {
-        try token(file: s["admin-token-file"], environment: environment)
+        try token(file: s.secretFile("admin-token-file", unless: "SWARMGATE_ADMIN_TOKEN", in: environment), environment: environment)
     }
 
     /// The admin token from `file` (its one line, without surrounding white space), else

@@ -6,6 +6,8 @@ public struct Settings: Sendable {
     public let definitions: [SettingDefinition]
     private var values: [String: String] = [:]
     private var lists: [String: [String]] = [:]
+    /// The settings whose value the config file gave.
+    private var fromFile: Set<String> = []
 
     /// `flags` maps setting names to what the command line gave (lists comma-separated);
     /// `environment` is the process environment; the config file is the `config` setting's.
@@ -34,6 +36,7 @@ public struct Settings: Sendable {
                 values[d.name] = v
                 if d.kind == .list { lists[d.name] = Self.splitList(v) }
             } else if let v = file[d.fileKey] {
+                fromFile.insert(d.name)
                 switch (v, d.kind) {
                 case (.list(let items), .list): lists[d.name] = items; values[d.name] = items.joined(separator: ",")
                 case (.string(let s), .list): lists[d.name] = Self.splitList(s); values[d.name] = s
@@ -54,6 +57,16 @@ public struct Settings: Sendable {
     }
 
     public subscript(_ name: String) -> String? { values[name] }
+
+    /// The file a secret is read from, when a file setting (`app-secret-file`) and a variable
+    /// that holds the secret itself (`SWARMGATE_APP_SECRET`) may both give it: the file a flag
+    /// or its `SWARMGATE_*_FILE` variable names, else nil when `variable` is set (the caller
+    /// reads it), else the file the config file names. Flags, then environment, then the file.
+    public func secretFile(_ name: String, unless variable: String, in environment: [String: String]) -> String? {
+        guard let path = values[name] else { return nil }
+        if fromFile.contains(name), let secret = environment[variable], !secret.isEmpty { return nil }
+        return path
+    }
 
     /// A size such as `4GiB`, `512MiB`, `10GB` or `1048576` (bytes), as a byte count.
     public func size(_ name: String) throws(SettingsError) -> Int64? {
