@@ -27,6 +27,8 @@ public final class GatewayResponder: HTTPResponder {
     /// Who may call `/prepare` and `/jobs`.
     let admin: AdminAccess
     let queuedPlaylists = RecentlyQueued(interval: .seconds(60))
+    /// Parts of long VOD lists sent to the tracker as players reached them (`PlayOrder.readAheadPart`).
+    let queuedParts = RecentlyQueued(interval: .seconds(60))
     /// VOD lists being planned for read-ahead, one at a time (`SerialWork`): a list refused
     /// there is not claimed, and is planned when it is read again.
     let readAheadPlans = SerialWork(label: "swarmgate.read-ahead-plans", maxQueued: 8)
@@ -561,6 +563,17 @@ public final class GatewayResponder: HTTPResponder {
         prepareAhead(mediaObjects(references, xresid: xresid, playlistQuery: playlistQuery))
     }
 
+    /// A player asks for `key`: when it lies past what its list's plan told the tracker (a list
+    /// longer than one `prepare`), the part of the list around it goes there too, once a
+    /// minute at most, so that read-ahead follows players past the first 10,000 objects.
+    func sendReadAheadPart(for key: ObjectKey) {
+        guard node.link != nil, let part = playOrder.readAheadPart(key), let first = part.first else { return }
+        let name = "\(first.key.id) \(part.count)"
+        guard queuedParts.claim(name) else { return }
+        let node = node
+        if !readAheadPlans.submit({ _ = node.prepareAhead(part) }) { queuedParts.release(name) }
+    }
+
     /// A VOD list (playlist or MPD) `name` read for read-ahead was not planned: too many lists
     /// wait to be. It is planned when it is read again.
     func skippedReadAhead(_ name: String) {
@@ -751,6 +764,9 @@ public final class UploadSwitch: Sendable {
 final class PlayOrder: Sendable {
     struct State {
         var lists: [[ObjectRef]] = []
+        /// Where each list's halves start, when it is longer than a `prepare` carries
+        /// (`SwarmMessage.readAheadHalves`).
+        var halves: [[Int]] = []
         /// Object id → (list, position).
         var where_: [String: (list: Int, position: Int)] = [:]
         /// Object id → EXTINF seconds, for segments.
@@ -773,9 +789,11 @@ final class PlayOrder: Sendable {
     func record(_ refs: [ObjectRef], durations: [Double?]) {
         let refs = Array(refs.prefix(maxObjects))
         let ids = refs.map(\.key.id)
+        let halves = SwarmMessage.readAheadHalves(refs)
         state.withLock { s in
             while !s.lists.isEmpty && (s.lists.count >= maxLists || s.objects + refs.count > maxObjects) {
                 let old = s.lists.removeFirst()
+                s.halves.removeFirst()
                 s.objects -= old.count
                 s.firstList += 1
                 for r in old where s.where_[r.key.id]?.list == s.firstList - 1 {
@@ -786,6 +804,7 @@ final class PlayOrder: Sendable {
             s.objects += refs.count
             let list = s.firstList + s.lists.count
             s.lists.append(refs)
+            s.halves.append(halves)
             for (i, id) in ids.enumerated() {
                 s.where_[id] = (list, i)
                 s.durations[id] = i < durations.count ? durations[i] : nil
@@ -798,6 +817,17 @@ final class PlayOrder: Sendable {
 
     /// The EXTINF duration of a segment, in seconds, if a recent playlist listed it.
     func duration(of key: ObjectKey) -> Double? { state.withLock { $0.durations[key.id] } }
+
+    /// The part of a list too long for one `prepare` that a player asking for `key` needs at
+    /// the tracker (`SwarmMessage.readAheadPart`): nil while the list's plan covers it.
+    func readAheadPart(_ key: ObjectKey) -> [ObjectRef]? {
+        state.withLock { s in
+            guard let at = s.where_[key.id], at.list >= s.firstList else { return nil }
+            let refs = s.lists[at.list - s.firstList]
+            guard let part = SwarmMessage.readAheadPart(halves: s.halves[at.list - s.firstList], count: refs.count, at: at.position) else { return nil }
+            return Array(refs[part])
+        }
+    }
 
     /// Up to `count` objects after `key` in its playlist.
     func after(_ key: ObjectKey, count: Int) -> [ObjectRef] {

@@ -38,6 +38,7 @@ extension GatewayResponder {
     ) async throws(GatewayFailure) -> Response {
         let key = Self.objectKey(proxy)
         liveRepresentations.requested(key.id)
+        sendReadAheadPart(for: key)
         let entry: RegistryEntry
         let checksums: PieceChecksums
         // An object a playlist listed is there: when it is not ready the player goes to the

@@ -31,4 +31,20 @@ struct PlayOrderTests {
         #expect(order.lists(long[999].key))
         #expect(!order.lists(long[1000].key))
     }
+
+    /// A list too long for the tracker's `prepare` is sent in parts as players reach them.
+    @Test func aPlayerPastTheFirstPartOfALongListHasItsPartSent() {
+        let order = PlayOrder()
+        let long = Self.list("24h", 43_200)
+        order.record(long, durations: Array(repeating: 2.0, count: long.count))
+        #expect(order.readAheadPart(long[0].key) == nil, "the plan carries the start")
+        let part = order.readAheadPart(long[30_000].key) ?? []
+        #expect(part.count <= SwarmMessage.maxPrepareRefs)
+        let window = long[30_000...30_100].map(\.key)
+        #expect(Set(part.map(\.key)).isSuperset(of: window), "the player's window lies in its part")
+        #expect(order.readAheadPart(Self.list("short", 100)[5].key) == nil, "a list the node never read")
+        let short = Self.list("short", 100)
+        order.record(short, durations: [])
+        #expect(order.readAheadPart(short[99].key) == nil, "one message carries it")
+    }
 }

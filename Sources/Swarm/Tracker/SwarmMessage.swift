@@ -79,6 +79,60 @@ public struct SwarmMessage: Codable, Sendable, Equatable {
     /// first this many, and a `whole` one goes in several messages.
     public static let maxPrepareRefs = 10_000
 
+    /// Where the halves of a long read-ahead list start: consecutive runs of its objects, each
+    /// within half of what a `prepare` carries (`maxPrepareRefs / 2` objects, half of
+    /// `maxTrackerMessageSize` as an upper bound of their JSON), so that any two neighbours go
+    /// in one message. Empty for a list that goes whole in one message.
+    ///
+    /// A list longer than a message reaches the tracker in parts (`readAheadPart`): its plan
+    /// carries the first message (halves 0 and 1 at least), and a player in half j ≥ 1 has its
+    /// node send halves j and j + 1. A read-ahead window is a few hundred objects at most and
+    /// a half a few thousand, so the window of a player in half j stays inside the part; parts
+    /// have the same bounds on every read of the list, so the tracker knows each as one list.
+    public static func readAheadHalves(_ refs: [ObjectRef]) -> [Int] {
+        let maxObjects = maxPrepareRefs / 2
+        let maxBytes = (maxTrackerMessageSize - messageOverhead) / 2
+        var total = 0
+        for ref in refs { total += estimatedSize(ref) }
+        guard refs.count > maxPrepareRefs || total > maxTrackerMessageSize - messageOverhead else { return [] }
+        var starts: [Int] = [0]
+        var objects = 0, bytes = 0
+        for (i, ref) in refs.enumerated() {
+            let size = estimatedSize(ref)
+            if objects > 0 && (objects == maxObjects || bytes + size > maxBytes) {
+                starts.append(i)
+                objects = 0
+                bytes = 0
+            }
+            objects += 1
+            bytes += size
+        }
+        return starts
+    }
+
+    /// The part of a long read-ahead list (`readAheadHalves`) that a player at `position`
+    /// needs sent: nil while the plan's first message covers it (half 0, or a list that fits
+    /// one message), else the range of halves j and j + 1 (j being the player's half).
+    public static func readAheadPart(halves: [Int], count: Int, at position: Int) -> Range<Int>? {
+        guard halves.count > 1, position >= halves[1], position < count else { return nil }
+        // The last half that starts at or before `position`.
+        var low = 1, high = halves.count - 1
+        while low < high {
+            let mid = (low + high + 1) / 2
+            if halves[mid] <= position { low = mid } else { high = mid - 1 }
+        }
+        return halves[low]..<(low + 2 < halves.count ? halves[low + 2] : count)
+    }
+
+    /// An upper bound of one ref's JSON in a `prepare` (its keys and duration, and its strings
+    /// with every character escaped, as `/` is): a URL holds no control character.
+    static func estimatedSize(_ ref: ObjectRef) -> Int {
+        96 + 2 * (ref.xresid.utf8.count + ref.host.utf8.count + ref.path.utf8.count + ref.url.utf8.count)
+    }
+
+    /// What a `prepare` holds besides its refs, at most.
+    static let messageOverhead = 256
+
     /// `refs` as `prepare` messages a tracker takes, each within `maxPrepareRefs` objects and
     /// `maxTrackerMessageSize` bytes: all of them in turn if `whole`, else (read-ahead, which
     /// knows a playlist by its first and last object and their count) the first message's
