@@ -39,6 +39,21 @@ import Testing
         #expect(hi.segments.map(\.isInitialization) == [true, false, false, false, false])
     }
 
+    /// A BaseURL or template with a space or non-ASCII letters lists its segments as players
+    /// ask for them, percent-encoded: read-ahead prepares the objects their requests name.
+    @Test func segmentsAreListedAsPlayersAskForThem() throws {
+        let found = try lists(mpd("""
+            <Period><AdaptationSet><BaseURL>my dir/</BaseURL>
+              <SegmentTemplate media="第 $Number$.m4s?t=a b" startNumber="1" duration="4"/>
+              <Representation id="v"/>
+            </AdaptationSet></Period>
+            """))
+        #expect(found.first.map { Array(urls($0).prefix(2)) } == [
+            "https://origin.example.com/vod/movie/my%20dir/%E7%AC%AC%201.m4s?t=a%20b",
+            "https://origin.example.com/vod/movie/my%20dir/%E7%AC%AC%202.m4s?t=a%20b",
+        ])
+    }
+
     @Test func aRepeatToTheEndFillsThePeriod() throws {
         // 10 s presentation, 4 s segments: 3 of them (the last one short).
         let found = try lists(mpd("""

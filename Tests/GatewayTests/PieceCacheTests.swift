@@ -664,6 +664,31 @@ final class PieceCacheTests {
         #expect(try await settledJobSegments(port, name) == Set(0..<100))
     }
 
+    /// A playlist that names its segments with a space and non-ASCII letters (`sp é/seg0.ts`)
+    /// is written with them percent-encoded, as players ask for them: the object read-ahead
+    /// prepares is the one the player asks for, and the origin sends it once. The rewritten
+    /// URL used to carry the raw bytes, so that read-ahead keyed and fetched another object
+    /// than the player's percent-encoded request.
+    @Test func segmentsNamedWithSpacesAndNonASCIIAreReadAheadUnderThePlayersURL() async throws {
+        let (g, port) = try gateway(["--read-ahead", "20"])
+        defer { g.stop() }
+        let id = UUID().uuidString.prefix(8)
+        let encoded = "sp%20%C3%A9-\(id)"  // "sp é-ID"
+        let list = try await HTTP.get(proxied(port, "/vod/\(encoded).m3u8?segments=20&size=20000"))
+        #expect(list.status == 200)
+        let urls = list.text.split(separator: "\n").filter { !$0.hasPrefix("#") }.map(String.init)
+        #expect(urls.count == 20)
+        #expect(urls.allSatisfy { $0.contains("/obj/\(encoded)/seg") && !$0.contains(" ") }, "\(urls.prefix(2))")
+        #expect([200, 302].contains(try await HTTP.get(urls[0]).status))
+        #expect(try await settledJobSegments(port, encoded) == Set(0...5))
+        for k in 1...5 {
+            let r = try await HTTP.get(urls[k])
+            #expect(r.status == 200, "segment \(k) from the cache: \(r.status)")
+            #expect(try await originStats("\(encoded)/seg\(k).ts")["requests"] as? Int == 1, "segment \(k): the job's fetch only")
+            #expect(r.body == (try await direct("/obj/\(encoded)/seg\(k).ts?size=20000")))
+        }
+    }
+
     /// A static MPD is read ahead as a VOD playlist is, each Representation on its own: the
     /// requests of the one a player plays move its window; the others are not prepared.
     @Test func aStaticMPDIsReadAheadPerRepresentation() async throws {

@@ -42,6 +42,33 @@ struct HLSTagTests {
         #expect(out == "#EXTM3U\n#EXTINF:4,\n\(Self.seg)/seg1.ts?xresid=s1&xhttps=1\n#EXTINF:4,\n\(Self.seg)/seg2.ts?x=1&xresid=s1&xhttps=1\n")
     }
 
+    /// Bytes a player percent-encodes (a space, non-ASCII, `"<>`, and in a path also
+    /// `` `{} ``) are written encoded, as players ask for them; `%` and what was encoded
+    /// stays as it is. The reference's origin URL (read-ahead's key) is the same.
+    @Test func bytesAPlayerEncodesAreWrittenEncoded() throws {
+        let r = try rewriteHLS(
+            "#EXTM3U\n#EXTINF:4,\nsp ace/第1集.ts?t=a b\"c\n#EXTINF:4,\na%20b{1}.ts?q={x}`\n#EXTINF:4,\n/abs/<x>.ts\n",
+            base: "https://cdn.example.com/vod/my movie/index.m3u8?token=T 1")
+        #expect(String(decoding: r.output, as: UTF8.self) == """
+            #EXTM3U
+            #EXTINF:4,
+            http://gw/hls.vod.p2p.com/cdn.example.com/vod/my%20movie/sp%20ace/%E7%AC%AC1%E9%9B%86.ts?t=a%20b%22c&xresid=s1&xhttps=1
+            #EXTINF:4,
+            http://gw/hls.vod.p2p.com/cdn.example.com/vod/my%20movie/a%20b%7B1%7D.ts?q={x}`&xresid=s1&xhttps=1
+            #EXTINF:4,
+            http://gw/hls.vod.p2p.com/cdn.example.com/abs/%3Cx%3E.ts?xresid=s1&xhttps=1
+
+            """)
+        #expect(r.references.map(\.origin.string) == [
+            "https://cdn.example.com/vod/my%20movie/sp%20ace/%E7%AC%AC1%E9%9B%86.ts?t=a%20b%22c",
+            "https://cdn.example.com/vod/my%20movie/a%20b%7B1%7D.ts?q={x}`",
+            "https://cdn.example.com/abs/%3Cx%3E.ts",
+        ])
+        let origin = try OriginURL("http://cdn.example.com/a b/é.ts?x=y z")
+        #expect(origin.path == "/a%20b/%C3%A9.ts" && origin.query == "x=y%20z")
+        #expect(try OriginURL(origin.string) == origin, "encoding twice changes nothing")
+    }
+
     @Test(arguments: [
         ("#EXT-X-MAP:URI=\"init.mp4\"", "#EXT-X-MAP:URI=\"\(seg)/init.mp4?xresid=s1&xhttps=1\"", HLSReference.Role.map),
         ("#EXT-X-MAP:URI=\"init.mp4\",BYTERANGE=\"720@0\"", "#EXT-X-MAP:URI=\"\(seg)/init.mp4?xresid=s1&xhttps=1\",BYTERANGE=\"720@0\"", .map),
@@ -126,7 +153,7 @@ struct HLSResolutionTests {
         ("https://tls.example:8443/x.ts?a=1", "http://gw/hls.vod.p2p.com/tls.example:8443/x.ts?a=1&xresid=s1&xhttps=1"),
         ("seg%20one.ts?sig=ab%2Fcd%3D%3D", "http://gw/hls.vod.p2p.com/cdn.example.com/vod/movie/seg%20one.ts?sig=ab%2Fcd%3D%3D&xresid=s1&xhttps=1"),
         ("a/./b/../c.ts#t=5", "http://gw/hls.vod.p2p.com/cdn.example.com/vod/movie/a/c.ts?xresid=s1&xhttps=1#t=5"),
-        ("视频/片段.ts", "http://gw/hls.vod.p2p.com/cdn.example.com/vod/movie/视频/片段.ts?xresid=s1&xhttps=1"),
+        ("视频/片段.ts", "http://gw/hls.vod.p2p.com/cdn.example.com/vod/movie/%E8%A7%86%E9%A2%91/%E7%89%87%E6%AE%B5.ts?xresid=s1&xhttps=1"),
     ])
     func resolves(uri: String, expected: String) throws {
         let out = try rewrittenText("#EXTM3U\n#EXTINF:4,\n\(uri)\n")
@@ -184,8 +211,10 @@ struct HLSStateTests {
 
     @Test func substitutionIsOnePassSoValuesAreNotRescanned() throws {
         let out = try rewrittenText("#EXTM3U\n#EXT-X-DEFINE:NAME=\"a\",VALUE=\"{$b}\"\n#EXT-X-DEFINE:NAME=\"b\",VALUE=\"x\"\n#EXTINF:4,\n{$a}.ts\n")
-        // {$a} expands to the text "{$b}", which is not expanded again (RFC 8216bis: one pass).
-        #expect(out.contains("/vod/movie/{$b}.ts?xresid=s1&xhttps=1\n"))
+        // {$a} expands to the text "{$b}", which is not expanded again (RFC 8216bis: one pass),
+        // and is written as a player asks for it, encoded: the player, which reads the defines
+        // too, finds no "{$b}" to expand again.
+        #expect(out.contains("/vod/movie/%7B$b%7D.ts?xresid=s1&xhttps=1\n"))
         #expect(!out.contains("/vod/movie/x.ts"))
     }
 

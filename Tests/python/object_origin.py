@@ -24,7 +24,8 @@ Endpoints:
                      its version; the next request sees new bytes and a new ETag).
   /redirect/NAME     302 to /obj/NAME with the same query
   /vod/NAME.m3u8     a VOD media playlist of ?segments=N (default 10) segments of ?size=S
-                     bytes (default 200000), 4 s each: /obj/NAME/segK.ts?size=S&token=abc
+                     bytes (default 200000), 4 s each: /obj/NAME/segK.ts?size=S&token=abc, NAME
+                     percent-decoded (written raw: a space stays a space)
   /live/NAME.m3u8    a live media playlist (no ENDLIST) of ?segments=N (default 10) segments
                      from ?first=K (default 0): EXT-X-MEDIA-SEQUENCE K, then segK... as /vod/
                      lists them; ?map=1 adds an EXT-X-MAP /obj/NAME/init.mp4?size=1000&token=abc;
@@ -72,7 +73,7 @@ import threading
 import time
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import loopback_origin
 
@@ -110,7 +111,9 @@ def content(name, version, offset, length):
 
 
 def validators(name, version):
-    return '"%s-v%d"' % (name, version), formatdate(1700000000 + 86400 * version, usegmt=True)
+    # A header is ASCII: a name with a space or non-ASCII letters is percent-encoded there.
+    ascii_name = "".join(c if " " < c < "\x7f" and c != '"' else quote(c) for c in name)
+    return '"%s-v%d"' % (ascii_name, version), formatdate(1700000000 + 86400 * version, usegmt=True)
 
 
 def parse_range(header, size):
@@ -165,7 +168,7 @@ class Handler(BaseHTTPRequestHandler):
             if kind in ("obj", "redirect") and rest:
                 self.serve_object(kind, unquote(rest), url)
             elif kind == "vod" and rest.endswith(".m3u8"):
-                self.serve_vod(rest[:-len(".m3u8")])
+                self.serve_vod(unquote(rest[:-len(".m3u8")]))
             elif kind == "live" and rest.endswith(".m3u8"):
                 self.serve_live(rest[:-len(".m3u8")])
             elif kind == "live" and rest and "." not in rest:

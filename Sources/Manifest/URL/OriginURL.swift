@@ -1,6 +1,7 @@
 /// An absolute http or https URL on an origin: what the gateway fetches. The path and query are
-/// kept byte for byte as written (no re-encoding); a fragment is dropped, since it never
-/// reaches a server.
+/// kept byte for byte as written (no re-encoding), except bytes a player would percent-encode
+/// (`URLBytes`: a space, non-ASCII), which are; a fragment is dropped, since it never reaches
+/// a server.
 public struct OriginURL: Hashable, Sendable, CustomStringConvertible {
     public let isHTTPS: Bool
     /// `host[:port]` as written (IPv6 hosts in brackets). Never contains user info.
@@ -29,8 +30,8 @@ public struct OriginURL: Hashable, Sendable, CustomStringConvertible {
         self.init(
             isHTTPS: ASCII.equalsIgnoringCase(bytes[s], "https"),
             authority: String(decoding: bytes[a], as: UTF8.self),
-            path: String(decoding: path, as: UTF8.self),
-            query: c.query.map { String(decoding: bytes[$0], as: UTF8.self) })
+            path: URLBytes.string(path, query: false),
+            query: c.query.map { URLBytes.string(bytes[$0], query: true) })
     }
 
     /// Builds a URL from parts that are already valid (path starting with "/").
@@ -49,7 +50,7 @@ public struct OriginURL: Hashable, Sendable, CustomStringConvertible {
             isHTTPS: t.isHTTPS,
             authority: String(decoding: t.authority, as: UTF8.self),
             path: String(decoding: path, as: UTF8.self),
-            query: t.query.map { String(decoding: $0, as: UTF8.self) })
+            query: t.query.map { URLBytes.string($0, query: true) })
     }
 
     /// The whole URL.

@@ -235,7 +235,7 @@ struct ProxyWriter: Sendable {
             throw ManifestError(.reservedParameter, "the origin query already has the gateway's parameter '\(name)'")
         }
         if skippingAuthorityAndHead {
-            out.append(contentsOf: t.pathTail)
+            URLBytes.appendPath(t.pathTail, to: &out)
         } else {
             out.append(contentsOf: t.authority)
             t.write(pathInto: &out)
@@ -243,7 +243,7 @@ struct ProxyWriter: Sendable {
         out.append(ASCII.question)
         var ampersand = false
         if let q = t.query, !q.isEmpty {
-            out.append(contentsOf: q)
+            URLBytes.appendQuery(q, to: &out)
             ampersand = true
         }
         if !inherited.isEmpty {
@@ -277,7 +277,7 @@ struct ProxyWriter: Sendable {
         let missing = inherited.filter { e in !(t.query.map { QueryItems.contains(name: e.name, in: $0) } ?? false) }
         if hasQuery || !missing.isEmpty {
             out.append(ASCII.question)
-            if let q = t.query, hasQuery { out.append(contentsOf: q) }
+            if let q = t.query, hasQuery { URLBytes.appendQuery(q, to: &out) }
             for (i, e) in missing.enumerated() {
                 if hasQuery || i > 0 { out.append(ASCII.amp) }
                 out.append(contentsOf: e.item)

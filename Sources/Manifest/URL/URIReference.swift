@@ -55,6 +55,53 @@ enum ASCII {
     }
 }
 
+/// Bytes that players percent-encode in a URL's path or query: controls, space, non-ASCII and
+/// a few more (the WHATWG URL standard's path and query percent-encode sets, as browsers,
+/// hls.js and the platforms' players apply them). A manifest may write them raw (`seg 1.ts`,
+/// `第1集.ts`); the gateway writes, fetches and keys URLs as players ask for them, so that a
+/// player's request has the key that read-ahead prepared, and the origin is asked for what a
+/// player would ask it. A `%` is left as it is: what was encoded stays encoded.
+enum URLBytes {
+    @inline(__always) static func isUnsafeInPath(_ b: UInt8) -> Bool {
+        b <= 0x20 || b >= 0x7F || b == 0x22 || b == 0x3C || b == 0x3E || b == 0x60 || b == 0x7B || b == 0x7D
+    }
+
+    @inline(__always) static func isUnsafeInQuery(_ b: UInt8) -> Bool {
+        b <= 0x20 || b >= 0x7F || b == 0x22 || b == 0x3C || b == 0x3E
+    }
+
+    /// Appends `bytes`, each one `unsafe` says a player encodes as `%XX`.
+    @inline(__always)
+    static func append<C: Collection<UInt8>>(_ bytes: C, encoding unsafe: (UInt8) -> Bool, to out: inout [UInt8]) {
+        guard bytes.contains(where: unsafe) else {
+            out.append(contentsOf: bytes)
+            return
+        }
+        for b in bytes {
+            if unsafe(b) {
+                out.append(UInt8(ascii: "%"))
+                out.append(hex[Int(b >> 4)])
+                out.append(hex[Int(b & 0xF)])
+            } else {
+                out.append(b)
+            }
+        }
+    }
+
+    static func appendPath<C: Collection<UInt8>>(_ bytes: C, to out: inout [UInt8]) { append(bytes, encoding: isUnsafeInPath, to: &out) }
+    static func appendQuery<C: Collection<UInt8>>(_ bytes: C, to out: inout [UInt8]) { append(bytes, encoding: isUnsafeInQuery, to: &out) }
+
+    /// `bytes` of a path or (`query`) a query as a player sends them, as text.
+    static func string<C: Collection<UInt8>>(_ bytes: C, query: Bool) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        append(bytes, encoding: query ? isUnsafeInQuery : isUnsafeInPath, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static let hex: [UInt8] = Array("0123456789ABCDEF".utf8)
+}
+
 /// The five components of a URI reference, as index ranges into the bytes it was read from
 /// (RFC 3986 appendix B). A component that is absent is nil; the path is always present.
 struct URIComponents {
@@ -150,14 +197,15 @@ struct ResolvedTarget {
     var query: ByteView?
     var fragment: ByteView?
 
+    /// Writes the path as players ask for it (`URLBytes`).
     func write(pathInto out: inout [UInt8]) {
         if let normalizedPath {
-            out.append(contentsOf: normalizedPath.isEmpty ? [ASCII.slash] : normalizedPath)
+            URLBytes.appendPath(normalizedPath.isEmpty ? [ASCII.slash] : normalizedPath, to: &out)
         } else if pathHead.isEmpty && pathTail.isEmpty {
             out.append(ASCII.slash)
         } else {
-            out.append(contentsOf: pathHead)
-            out.append(contentsOf: pathTail)
+            URLBytes.appendPath(pathHead, to: &out)
+            URLBytes.appendPath(pathTail, to: &out)
         }
     }
 
