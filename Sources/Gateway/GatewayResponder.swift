@@ -386,7 +386,7 @@ public final class GatewayResponder: HTTPResponder {
                         if inline { holdName = mpd }
                         if liveListingDue(mpd, body) {
                             // The origin's clock, as its Date says (its live edge), else ours.
-                            let now = answer.header("date").flatMap(Self.httpDate) ?? Date().timeIntervalSince1970
+                            let now = answer.header("date").flatMap { HTTPDate.seconds($0) } ?? Date().timeIntervalSince1970
                             let list: @Sendable () -> [(key: ObjectKey, url: String, duration: Double?)] = { [self] in
                                 guard let listed = try? rewriteDASH(body, url: effective, xresid: proxy.xresid, collectSegments: true, now: now) else { return [] }
                                 return prepareLiveTails(listed.segments, xresid: proxy.xresid, mpdQuery: query, mpd: mpd)
@@ -426,23 +426,6 @@ public final class GatewayResponder: HTTPResponder {
             if let v = answer.header(name), let field = HTTPField.Name(name) { headers[field] = v }
         }
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: output)))
-    }
-
-    /// An HTTP date (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 9110 5.6.7) in seconds since 1970.
-    /// The two obsolete forms a recipient must also read: RFC 850 (`Sunday, 06-Nov-94
-    /// 08:49:37 GMT`) and asctime (`Sun Nov  6 08:49:37 1994`).
-    static func httpDate(_ text: String) -> Double? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
-        // asctime pads a one-digit day with a space: one space is what the format reads.
-        let single = trimmed.replacing("  ", with: " ")
-        for (format, value) in [("EEE, dd MMM yyyy HH:mm:ss 'GMT'", trimmed), ("EEEE, dd-MMM-yy HH:mm:ss 'GMT'", trimmed), ("EEE MMM d HH:mm:ss yyyy", single)] {
-            let f = DateFormatter()
-            f.locale = Locale(identifier: "en_US_POSIX")
-            f.timeZone = TimeZone(identifier: "GMT")
-            f.dateFormat = format
-            if let date = f.date(from: value) { return date.timeIntervalSince1970 }
-        }
-        return nil
     }
 
     /// Whether live list `name` (a playlist or an MPD) is to be listed for its tail now: its

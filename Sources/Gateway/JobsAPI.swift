@@ -209,7 +209,7 @@ extension GatewayResponder {
     /// initialization first); a dynamic MPD's as they stand now, at the origin's live edge.
     func prepareMPD(_ proxy: ProxyURL) async throws(GatewayFailure) -> [ObjectRef] {
         let (answer, body, effective) = try await fetchManifest(proxy, "the MPD")
-        let now = answer.header("date").flatMap(Self.httpDate) ?? Date().timeIntervalSince1970
+        let now = answer.header("date").flatMap { HTTPDate.seconds($0) } ?? Date().timeIntervalSince1970
         let rewrite: DASHRewrite
         do { rewrite = try rewriteDASH(body, url: effective, xresid: proxy.xresid, collectSegments: true, now: now) } catch {
             throw GatewayFailure(.badGateway, "the MPD cannot be read: \(error)")

@@ -219,7 +219,7 @@ extension GatewayResponder {
                 return tags.contains { Self.opaque($0) == Self.opaque(etag) }
             }
             guard let ifModifiedSince, let lastModified,
-                let since = GatewayResponder.httpDate(ifModifiedSince), let modified = GatewayResponder.httpDate(lastModified)
+                let since = HTTPDate.seconds(ifModifiedSince), let modified = HTTPDate.seconds(lastModified)
             else { return false }
             return modified <= since
         }
