@@ -41,6 +41,9 @@ public final class GatewayResponder: HTTPResponder {
     let liveHolds = LiveHolds()
     /// Blocking reloads of low-latency playlists under way, by origin URL.
     let blockingReloads = SingleFlight<Result<CollectedAnswer, GatewayFailure>>()
+    /// The target durations of the low-latency playlists read lately: how long their blocking
+    /// reloads may wait at the origin.
+    let lowLatencyTargets = LowLatencyTargets()
     let liveQueued = RecentlyQueued(interval: .seconds(600))
     /// The Representations of live MPDs that this node's players play.
     let liveRepresentations = LiveRepresentations()
@@ -247,7 +250,9 @@ public final class GatewayResponder: HTTPResponder {
             return try await serveObject(proxy, clientRange: clientRange, conditions: Conditions(request.headers), method: request.method)
         }
         let answer: OriginAnswer
-        if let wait = Self.blockingReloadWait(proxy, configured: configuration.originIdleTimeout) {
+        if let wait = Self.blockingReloadWait(
+            proxy, configured: configuration.originIdleTimeout, targetDuration: lowLatencyTargets.seconds(of: Self.playlistName(proxy)))
+        {
             answer = try await blockingReload(proxy, idleTimeout: wait)
         } else {
             do {
@@ -348,6 +353,7 @@ public final class GatewayResponder: HTTPResponder {
                 // playlist's blocking reloads (`_HLS_msn`) do not, and are not held: their
                 // players fetch a new segment's parts before it is whole.
                 let lowLatency = !vod && Self.contains(body, Self.partTag)
+                if lowLatency, let target = Self.targetDuration(body) { lowLatencyTargets.note(target, of: Self.playlistName(proxy)) }
                 let live = !vod && configuration.readAhead != .zero
                 let liveTail = live && liveListingDue(lowLatency ? playlist : playlist + "?" + (effective.query ?? ""), body)
                 options.collectReferences = readAhead || liveTail
@@ -440,6 +446,15 @@ public final class GatewayResponder: HTTPResponder {
     }
 
     static let partTag = Array("#EXT-X-PART:".utf8)
+    static let targetDurationTag = Array("#EXT-X-TARGETDURATION:".utf8)
+
+    /// A playlist's `EXT-X-TARGETDURATION` (whole seconds), when it gives a sane one.
+    static func targetDuration(_ body: [UInt8]) -> Int? {
+        guard let at = firstIndex(of: targetDurationTag, in: body) else { return nil }
+        let digits = body[(at + targetDurationTag.count)...].prefix { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+        guard (1...6).contains(digits.count), let value = Int(String(decoding: digits, as: UTF8.self)), value > 0 else { return nil }
+        return value
+    }
     /// The largest live MPD whose tail is listed before its answer (a long DVR timeline's
     /// listing takes milliseconds).
     static let inlineLiveMPDSize = 256 << 10
@@ -449,15 +464,22 @@ public final class GatewayResponder: HTTPResponder {
     /// for is out, up to three target durations, so longer than the configured idle time
     /// when that is shorter than `blockingReloadLimit`. The query names it, whatever the
     /// path (a playlist may be served without an extension). Nil for any other request.
-    static func blockingReloadWait(_ proxy: ProxyURL, configured: Duration) -> Duration? {
+    /// `targetDuration`: the playlist's, as this node last read it (`LowLatencyTargets`); three
+    /// of them, and 5 s for the way, when that is longer still (120 s at most).
+    static func blockingReloadWait(_ proxy: ProxyURL, configured: Duration, targetDuration: Int? = nil) -> Duration? {
         guard proxy.virtualHost == .hls, !proxy.isKey, let query = proxy.origin.query,
             query.split(separator: "&").contains(where: { $0.hasPrefix("_HLS_msn=") })
         else { return nil }
-        return max(configured, blockingReloadLimit)
+        let held = targetDuration.map { Duration.seconds(min(3 * $0 + 5, 120)) } ?? .zero
+        return max(configured, blockingReloadLimit, held)
     }
 
     /// Three times the longest target duration low-latency streams use (6 s), with room.
     static let blockingReloadLimit = Duration.seconds(30)
+
+    /// What names a playlist across its reloads: its origin and path (the query holds the
+    /// reload's `_HLS_msn`, and tokens).
+    static func playlistName(_ proxy: ProxyURL) -> String { proxy.origin.authority.lowercased() + proxy.origin.path }
 
     /// A blocking reload, shared with the identical ones that arrive while it waits at the
     /// origin: every low-latency player of a rendition parks the same request there, and one
@@ -500,7 +522,12 @@ public final class GatewayResponder: HTTPResponder {
     /// Whether `needle` (not empty) occurs in `body`: memchr for its first byte, memcmp for the
     /// rest. (Foundation's `firstRange(of:)` on byte arrays costs about 2 ms per 20 KB playlist.)
     static func contains(_ body: [UInt8], _ needle: [UInt8]) -> Bool {
-        guard !needle.isEmpty, body.count >= needle.count else { return false }
+        firstIndex(of: needle, in: body) != nil
+    }
+
+    /// Where `needle` (not empty) first occurs in `body`.
+    static func firstIndex(of needle: [UInt8], in body: [UInt8]) -> Int? {
+        guard !needle.isEmpty, body.count >= needle.count else { return nil }
         return body.withUnsafeBytes { h in
             needle.withUnsafeBytes { n in
                 let base = h.baseAddress!
@@ -508,10 +535,10 @@ public final class GatewayResponder: HTTPResponder {
                 var i = 0
                 while i <= last, let hit = memchr(base + i, Int32(n[0]), last - i + 1) {
                     let at = base.distance(to: UnsafeRawPointer(hit))
-                    if memcmp(base + at, n.baseAddress!, n.count) == 0 { return true }
+                    if memcmp(base + at, n.baseAddress!, n.count) == 0 { return at }
                     i = at + 1
                 }
-                return false
+                return nil
             }
         }
     }
@@ -821,6 +848,23 @@ final class PlayOrder: Sendable {
             return Array(refs[min(at.position + 1, refs.count)..<min(at.position + 1 + count, refs.count)])
         }
     }
+}
+
+/// The target durations of low-latency playlists, by `GatewayResponder.playlistName`: a
+/// blocking reload is held at the origin for up to three of them (RFC 8216bis 6.2.5.2). A
+/// bounded memo: past `limit` names it starts again.
+final class LowLatencyTargets: Sendable {
+    private let targets = Mutex<[String: Int]>([:])
+    static let limit = 4096
+
+    func note(_ seconds: Int, of name: String) {
+        targets.withLock { t in
+            if t.count >= Self.limit && t[name] == nil { t.removeAll(keepingCapacity: true) }
+            t[name] = seconds
+        }
+    }
+
+    func seconds(of name: String) -> Int? { targets.withLock { $0[name] } }
 }
 
 /// An origin's whole answer, to hand to several requests.

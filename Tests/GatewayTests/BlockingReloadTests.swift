@@ -1,4 +1,6 @@
 import Foundation
+@testable import Gateway
+import Manifest
 import Synchronization
 import Testing
 
@@ -59,6 +61,31 @@ struct BlockingReloadTests {
             try await group.waitForAll()
         }
         #expect(answered.count.withLock { $0 } == renditions)
+    }
+
+    /// An origin holds a blocking reload up to three target durations: a stream of 10 s
+    /// segments, up to 30 s and more. The node read the playlist, so it waits that long (35 s
+    /// here); it gave up at 30 s with a 504 whatever the target duration.
+    @Test func aReloadOfAPlaylistWithLongSegmentsWaitsThreeTargetDurations() async throws {
+        let (origin, originPort) = try Live.objectOrigin()
+        defer { origin.stop() }
+        let host = "127.0.0.1:\(originPort)"
+        let (gateway, port) = try Live.gateway(["--allow-origin", host])
+        defer { gateway.stop() }
+        let playlist = "http://127.0.0.1:\(port)/hls.vod.p2p.com/\(host)/live/long-target.m3u8?segments=6&first=3&parts=1&target=10"
+        let first = try await HTTP.get(playlist)
+        #expect(first.status == 200 && first.text.contains("#EXT-X-TARGETDURATION:10"))
+        let release = Task {
+            try? await Task.sleep(for: .seconds(32))
+            _ = try? await HTTP.get("http://\(host)/__release?key=long-target")
+        }
+        defer { release.cancel() }
+        let started = ContinuousClock.now
+        let reload = try await HTTP.get(playlist + "&hold=long-target&_HLS_msn=9", timeout: 60)
+        #expect(reload.status == 200 && reload.text.contains("#EXT-X-PART:"), "\(reload.status) after \(ContinuousClock.now - started)")
+        #expect(GatewayResponder.blockingReloadWait(
+            try ProxyURL(requestTarget: "/hls.vod.p2p.com/\(host)/live/x.m3u8?_HLS_msn=9"), configured: .seconds(10), targetDuration: 40) == .seconds(120),
+            "at most 120 s")
     }
 
     /// Reloads answered so far, counted by the tasks that sent them.

@@ -29,7 +29,8 @@ Endpoints:
   /live/NAME.m3u8    a live media playlist (no ENDLIST) of ?segments=N (default 10) segments
                      from ?first=K (default 0): EXT-X-MEDIA-SEQUENCE K, then segK... as /vod/
                      lists them; ?map=1 adds an EXT-X-MAP /obj/NAME/init.mp4?size=1000&token=abc;
-                     ?duration=D writes D as every EXTINF's duration (default 4.0).
+                     ?duration=D writes D as every EXTINF's duration (default 4.0), ?target=T
+                     T as the target duration (default 4).
                      ?parts=1 makes it low-latency (RFC 8216bis): SERVER-CONTROL with
                      CAN-BLOCK-RELOAD, PART-INF, four EXT-X-PART of /obj/NAME/segK.partI.ts for
                      each of the last two segments, a PRELOAD-HINT of the next part and a
@@ -210,7 +211,8 @@ class Handler(BaseHTTPRequestHandler):
         n = int(self.query.get("segments", "10"))
         first = int(self.query.get("first", "0"))
         size = int(self.query.get("size", "200000"))
-        lines = ["#EXTM3U", "#EXT-X-VERSION:6", "#EXT-X-TARGETDURATION:4", "#EXT-X-MEDIA-SEQUENCE:%d" % first]
+        target = int(self.query.get("target", "4"))
+        lines = ["#EXTM3U", "#EXT-X-VERSION:6", "#EXT-X-TARGETDURATION:%d" % target, "#EXT-X-MEDIA-SEQUENCE:%d" % first]
         if self.query.get("map") == "1":
             lines.append('#EXT-X-MAP:URI="/obj/%s/init.mp4?size=1000&token=abc"' % name)
         duration = self.query.get("duration", "4.0")

@@ -285,11 +285,12 @@ enum HTTP {
         return URLSession(configuration: configuration, delegate: NoRedirects(), delegateQueue: nil)
     }()
 
-    static func get(_ url: String, headers: [String: String] = [:], method: String = "GET") async throws -> HTTPResult {
+    /// `timeout`: seconds without a byte before the request fails.
+    static func get(_ url: String, headers: [String: String] = [:], method: String = "GET", timeout: Double = 30) async throws -> HTTPResult {
         guard let u = URL(string: url) else { throw TestFailure("bad URL \(url)") }
         var r = URLRequest(url: u)
         r.httpMethod = method
-        r.timeoutInterval = 30
+        r.timeoutInterval = timeout
         for (k, v) in headers { r.setValue(v, forHTTPHeaderField: k) }
         return try await exchange(r)
     }
