@@ -577,11 +577,13 @@ public final class GatewayResponder: HTTPResponder {
     /// longer than one `prepare`), the part of the list around it goes there too, once a
     /// minute at most, so that read-ahead follows players past the first 10,000 objects.
     func sendReadAheadPart(for key: ObjectKey) {
-        guard node.link != nil, let part = playOrder.readAheadPart(key), let first = part.first else { return }
-        let name = "\(first.key.id) \(part.count)"
-        guard queuedParts.claim(name) else { return }
-        let node = node
-        if !readAheadPlans.submit({ _ = node.prepareAhead(part) }) { queuedParts.release(name) }
+        guard node.link != nil, let part = playOrder.readAheadPart(key), queuedParts.claim(part.name) else { return }
+        let (node, playOrder) = (node, playOrder)
+        let sent = readAheadPlans.submit {
+            let refs = playOrder.refs(in: (part.list, part.range))
+            if !refs.isEmpty { _ = node.prepareAhead(refs) }
+        }
+        if !sent { queuedParts.release(part.name) }
     }
 
     /// A VOD list (playlist or MPD) `name` read for read-ahead was not planned: too many lists
@@ -774,9 +776,9 @@ public final class UploadSwitch: Sendable {
 final class PlayOrder: Sendable {
     struct State {
         var lists: [[ObjectRef]] = []
-        /// Where each list's halves start, when it is longer than a `prepare` carries
-        /// (`SwarmMessage.readAheadHalves`).
-        var halves: [[Int]] = []
+        /// The size of each list's halves when it is longer than a `prepare` carries, else 0
+        /// (`SwarmMessage.readAheadHalfSize`).
+        var halves: [Int] = []
         /// Object id → (list, position).
         var where_: [String: (list: Int, position: Int)] = [:]
         /// Object id → EXTINF seconds, for segments.
@@ -799,7 +801,7 @@ final class PlayOrder: Sendable {
     func record(_ refs: [ObjectRef], durations: [Double?]) {
         let refs = Array(refs.prefix(maxObjects))
         let ids = refs.map(\.key.id)
-        let halves = SwarmMessage.readAheadHalves(refs)
+        let halves = SwarmMessage.readAheadHalfSize(refs)
         state.withLock { s in
             while !s.lists.isEmpty && (s.lists.count >= maxLists || s.objects + refs.count > maxObjects) {
                 let old = s.lists.removeFirst()
@@ -829,13 +831,23 @@ final class PlayOrder: Sendable {
     func duration(of key: ObjectKey) -> Double? { state.withLock { $0.durations[key.id] } }
 
     /// The part of a list too long for one `prepare` that a player asking for `key` needs at
-    /// the tracker (`SwarmMessage.readAheadPart`): nil while the list's plan covers it.
-    func readAheadPart(_ key: ObjectKey) -> [ObjectRef]? {
+    /// the tracker (`SwarmMessage.readAheadPart`), as a name (the list's and the part's place)
+    /// and where it lies; nil while the list's plan covers it. Its objects: `refs(in:)`.
+    func readAheadPart(_ key: ObjectKey) -> (name: String, list: Int, range: Range<Int>)? {
         state.withLock { s in
             guard let at = s.where_[key.id], at.list >= s.firstList else { return nil }
-            let refs = s.lists[at.list - s.firstList]
-            guard let part = SwarmMessage.readAheadPart(halves: s.halves[at.list - s.firstList], count: refs.count, at: at.position) else { return nil }
-            return Array(refs[part])
+            let i = at.list - s.firstList
+            guard let part = SwarmMessage.readAheadPart(halfSize: s.halves[i], count: s.lists[i].count, at: at.position) else { return nil }
+            return ("\(at.list) \(part.lowerBound)", at.list, part)
+        }
+    }
+
+    /// The objects of a part `readAheadPart` named, while its list is kept.
+    func refs(in part: (list: Int, range: Range<Int>)) -> [ObjectRef] {
+        state.withLock { s in
+            guard part.list >= s.firstList, part.list - s.firstList < s.lists.count else { return [] }
+            let refs = s.lists[part.list - s.firstList]
+            return part.range.upperBound <= refs.count ? Array(refs[part.range]) : []
         }
     }
 

@@ -78,6 +78,22 @@ struct RewriteCommandTests {
         #expect(!other.contains(derived ?? "-"), "a playlist no master references keeps its own derived xresid")
     }
 
+    /// A folder's files are named in their URLs as the gateway writes paths: the xresid
+    /// `rewrite` derives for `a b|c.m3u8` is the one a gateway derives for the playlist a
+    /// player asks for (`a%20b|c.m3u8`), and `%`, `?`, `#` in a name are encoded.
+    @Test func fileNamesInURLsAreEncodedAsTheGatewayEncodesPaths() throws {
+        let dir = try folder(["a b|c.m3u8": Self.media, "100%?#.m3u8": Self.media])
+        let out = dir.appendingPathComponent("../\(dir.lastPathComponent)-out").standardized
+        let r = try SwarmgateProcess.run(["rewrite", "--base-url", "http://cdn.example.com/show/", "--output", out.path, dir.path])
+        #expect(r.status == 0, "\(r.stderr)")
+        let spaced = try String(contentsOf: out.appendingPathComponent("a b|c.m3u8"), encoding: .utf8)
+        let gateway = try ProxyURL(requestTarget: "/hls.vod.p2p.com/cdn.example.com/show/a%20b|c.m3u8")
+        #expect(spaced.contains("xresid=\(gateway.xresid.value)"), "\(spaced)")
+        let odd = try String(contentsOf: out.appendingPathComponent("100%?#.m3u8"), encoding: .utf8)
+        let oddGateway = try ProxyURL(requestTarget: "/hls.vod.p2p.com/cdn.example.com/show/100%25%3F%23.m3u8")
+        #expect(odd.contains("xresid=\(oddGateway.xresid.value)"), "\(odd)")
+    }
+
     @Test func aFailedFileIsNamedWithItsLineAndTheOthersAreStillWritten() throws {
         let dir = try folder([
             "good.m3u8": Self.media, "bad.m3u8": "#EXTM3U\n#EXTINF:4,\n{$undefined}.ts\n", "b/alone.m3u8": Self.importing,

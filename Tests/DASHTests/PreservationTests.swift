@@ -51,7 +51,7 @@ import Testing
     @Test func singleQuotedValuesAreEscapedForTheirQuote() throws {
         let input = #"<MPD xmlns="urn:mpeg:dash:schema:mpd:2011"><Period><AdaptationSet><SegmentTemplate media='it&apos;s-$Number$.m4s?a="b"'/><Representation id="r" bandwidth="1"/></AdaptationSet></Period></MPD>"#
         let out = String(decoding: try Self.gateway.rewrite(input).output, as: UTF8.self)
-        #expect(out.contains(#"media='http://127.0.0.1:8080/hls.vod.p2p.com/o.example.com/it&apos;s-$Number$.m4s?a=%22b%22&amp;xresid=s'"#), "a quote a player encodes is written encoded")
+        #expect(out.contains(#"media='http://127.0.0.1:8080/hls.vod.p2p.com/o.example.com/it&apos;s-$Number$.m4s?a="b"&amp;xresid=s'"#))
     }
 
     @Test func noDeclarationIsAddedWhenThereWasNone() throws {

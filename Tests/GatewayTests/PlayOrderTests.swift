@@ -33,12 +33,14 @@ struct PlayOrderTests {
     }
 
     /// A list too long for the tracker's `prepare` is sent in parts as players reach them.
-    @Test func aPlayerPastTheFirstPartOfALongListHasItsPartSent() {
+    @Test func aPlayerPastTheFirstPartOfALongListHasItsPartSent() throws {
         let order = PlayOrder()
         let long = Self.list("24h", 43_200)
         order.record(long, durations: Array(repeating: 2.0, count: long.count))
         #expect(order.readAheadPart(long[0].key) == nil, "the plan carries the start")
-        let part = order.readAheadPart(long[30_000].key) ?? []
+        let named = try #require(order.readAheadPart(long[30_000].key))
+        #expect(order.readAheadPart(long[30_001].key)?.name == named.name, "one part, one name")
+        let part = order.refs(in: (named.list, named.range))
         #expect(part.count <= SwarmMessage.maxPrepareRefs)
         let window = long[30_000...30_100].map(\.key)
         #expect(Set(part.map(\.key)).isSuperset(of: window), "the player's window lies in its part")

@@ -42,9 +42,10 @@ struct HLSTagTests {
         #expect(out == "#EXTM3U\n#EXTINF:4,\n\(Self.seg)/seg1.ts?xresid=s1&xhttps=1\n#EXTINF:4,\n\(Self.seg)/seg2.ts?x=1&xresid=s1&xhttps=1\n")
     }
 
-    /// Bytes a player percent-encodes (a space, non-ASCII, `"<>`, and in a path also
-    /// `` `{} ``) are written encoded, as players ask for them; `%` and what was encoded
-    /// stays as it is. The reference's origin URL (read-ahead's key) is the same.
+    /// In a path, bytes a player percent-encodes (a space, non-ASCII, `"<>`, `` `{} ``) are
+    /// written encoded, as players ask for them; in a query, only what a request line cannot
+    /// carry (a space, non-ASCII): the rest of a query stays verbatim (SPEC). `%` and what was
+    /// encoded stays as it is. The reference's origin URL (read-ahead's key) is the same.
     @Test func bytesAPlayerEncodesAreWrittenEncoded() throws {
         let r = try rewriteHLS(
             "#EXTM3U\n#EXTINF:4,\nsp ace/第1集.ts?t=a b\"c\n#EXTINF:4,\na%20b{1}.ts?q={x}`\n#EXTINF:4,\n/abs/<x>.ts\n",
@@ -52,7 +53,7 @@ struct HLSTagTests {
         #expect(String(decoding: r.output, as: UTF8.self) == """
             #EXTM3U
             #EXTINF:4,
-            http://gw/hls.vod.p2p.com/cdn.example.com/vod/my%20movie/sp%20ace/%E7%AC%AC1%E9%9B%86.ts?t=a%20b%22c&xresid=s1&xhttps=1
+            http://gw/hls.vod.p2p.com/cdn.example.com/vod/my%20movie/sp%20ace/%E7%AC%AC1%E9%9B%86.ts?t=a%20b"c&xresid=s1&xhttps=1
             #EXTINF:4,
             http://gw/hls.vod.p2p.com/cdn.example.com/vod/my%20movie/a%20b%7B1%7D.ts?q={x}`&xresid=s1&xhttps=1
             #EXTINF:4,
@@ -60,7 +61,7 @@ struct HLSTagTests {
 
             """)
         #expect(r.references.map(\.origin.string) == [
-            "https://cdn.example.com/vod/my%20movie/sp%20ace/%E7%AC%AC1%E9%9B%86.ts?t=a%20b%22c",
+            "https://cdn.example.com/vod/my%20movie/sp%20ace/%E7%AC%AC1%E9%9B%86.ts?t=a%20b\"c",
             "https://cdn.example.com/vod/my%20movie/a%20b%7B1%7D.ts?q={x}`",
             "https://cdn.example.com/abs/%3Cx%3E.ts",
         ])

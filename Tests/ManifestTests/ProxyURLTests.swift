@@ -35,6 +35,18 @@ struct ProxyURLTests {
         #expect(p.virtualHost == .hls)
     }
 
+    /// A client that sends raw bytes in the path (`/é {x}.ts`) names the object that the
+    /// rewritten manifest's encoded URL names: the path is written as manifests are; the query
+    /// stays byte for byte.
+    @Test func aRawPathNamesTheObjectItsEncodedFormNames() throws {
+        let raw = try ProxyURL(requestTarget: "/hls.vod.p2p.com/cdn.example.com/v/é {x}.ts?a=é b")
+        let encoded = try ProxyURL(requestTarget: "/hls.vod.p2p.com/cdn.example.com/v/%C3%A9%20%7Bx%7D.ts?a=é b")
+        #expect(raw.origin.path == "/v/%C3%A9%20%7Bx%7D.ts" && raw.origin.path == encoded.origin.path)
+        #expect(raw.origin.query == "a=é b")
+        #expect(try OriginURL(raw.origin.string).path == raw.origin.path, "the registry's check of a ref's URL against its key")
+        #expect(raw.xresid == encoded.xresid)
+    }
+
     @Test func xresidIsDerivedFromHostAndPathNeverTheQuery() throws {
         let a = try ProxyURL(requestTarget: "/hls.vod.p2p.com/CDN.example.com/v/a.m3u8?token=1")
         let b = try ProxyURL(requestTarget: "/hls.vod.p2p.com/cdn.example.com/v/a.m3u8?token=2")

@@ -50,38 +50,42 @@ struct PrepareMessageTests {
     /// A list longer than one message reaches the tracker in parts as players go on: any
     /// two neighbouring halves go in one message, and the plan's first message holds the first
     /// two, so every position is in a part that reaches the tracker whole.
-    @Test(arguments: [0, 300, 2000])
-    func aLongListsPartsEachFitOneMessage(tokenLength: Int) {
+    @Test(arguments: [(0, 5_000), (300, 1_250), (2_000, 312)])
+    func aLongListsPartsEachFitOneMessage(tokenLength: Int, expectedHalf: Int) {
         let all = refs(43_200, query: tokenLength)
-        let halves = SwarmMessage.readAheadHalves(all)
-        #expect(halves.first == 0)
-        #expect(zip(halves, halves.dropFirst()).allSatisfy { $0 < $1 }, "consecutive and not empty")
-        #expect(halves.count >= 8, "43,200 objects are at least eight halves of 5,000: \(halves.count)")
+        let half = SwarmMessage.readAheadHalfSize(all)
+        #expect(half == expectedHalf, "halves on a grid of 5,000 / 2^k")
         let plan = SwarmMessage.prepares(all, whole: false)
-        #expect(plan.count == 1 && plan[0].count >= halves[2], "the plan holds halves 0 and 1")
-        for j in 1..<halves.count {
-            let part = SwarmMessage.readAheadPart(halves: halves, count: all.count, at: halves[j])
-            let expected = halves[j]..<(j + 2 < halves.count ? halves[j + 2] : all.count)
-            #expect(part == expected)
-            let sent = SwarmMessage.prepares(Array(all[expected]), whole: false)
-            #expect(sent.count == 1 && sent[0].count == expected.count, "half \(j) and the next in one message")
+        #expect(plan.count == 1 && plan[0].count >= 2 * half, "the plan holds halves 0 and 1: \(plan.first?.count ?? 0)")
+        for start in stride(from: half, to: all.count, by: half) {
+            let part = SwarmMessage.readAheadPart(halfSize: half, count: all.count, at: start)
+            #expect(part?.lowerBound == start)
+            guard let part else { continue }
+            #expect(part.count == min(2 * half, all.count - start))
+            let sent = SwarmMessage.prepares(Array(all[part]), whole: false)
+            #expect(sent.count == 1 && sent[0].count == part.count, "halves from \(start) in one message")
         }
     }
 
+    /// Players whose tokens differ a little (a per-viewer signature) name the same parts.
+    @Test func tokensOfAnotherLengthGiveTheSameHalves() {
+        #expect(SwarmMessage.readAheadHalfSize(refs(43_200, query: 290)) == SwarmMessage.readAheadHalfSize(refs(43_200, query: 310)))
+    }
+
     @Test func aPlayerIsSentThePartItsWindowLiesIn() {
-        let all = refs(25_000)
-        let halves = SwarmMessage.readAheadHalves(all)
-        #expect(halves == [0, 5_000, 10_000, 15_000, 20_000], "short URLs: halves of 5,000 objects")
+        let count = 25_000
+        let half = SwarmMessage.readAheadHalfSize(refs(count))
+        #expect(half == 5_000, "short URLs: halves of 5,000 objects")
         // The plan covers half 0 (and 1): nothing to send there.
-        #expect(SwarmMessage.readAheadPart(halves: halves, count: all.count, at: 0) == nil)
-        #expect(SwarmMessage.readAheadPart(halves: halves, count: all.count, at: 4_999) == nil)
-        #expect(SwarmMessage.readAheadPart(halves: halves, count: all.count, at: 5_000) == 5_000..<15_000)
+        #expect(SwarmMessage.readAheadPart(halfSize: half, count: count, at: 0) == nil)
+        #expect(SwarmMessage.readAheadPart(halfSize: half, count: count, at: 4_999) == nil)
+        #expect(SwarmMessage.readAheadPart(halfSize: half, count: count, at: 5_000) == 5_000..<15_000)
         // A player near the end of its half has the next one in its part.
-        #expect(SwarmMessage.readAheadPart(halves: halves, count: all.count, at: 14_999) == 10_000..<20_000)
-        #expect(SwarmMessage.readAheadPart(halves: halves, count: all.count, at: 24_999) == 20_000..<25_000)
-        #expect(SwarmMessage.readAheadPart(halves: halves, count: all.count, at: 25_000) == nil)
+        #expect(SwarmMessage.readAheadPart(halfSize: half, count: count, at: 14_999) == 10_000..<20_000)
+        #expect(SwarmMessage.readAheadPart(halfSize: half, count: count, at: 24_999) == 20_000..<25_000)
+        #expect(SwarmMessage.readAheadPart(halfSize: half, count: count, at: 25_000) == nil)
         // A list that goes in one message has no parts.
-        #expect(SwarmMessage.readAheadHalves(refs(10_000)).isEmpty)
-        #expect(SwarmMessage.readAheadPart(halves: [], count: 10_000, at: 9_999) == nil)
+        #expect(SwarmMessage.readAheadHalfSize(refs(10_000)) == 0)
+        #expect(SwarmMessage.readAheadPart(halfSize: 0, count: 10_000, at: 9_999) == nil)
     }
 }

@@ -120,7 +120,9 @@ struct HLSRewriteRun {
         r = rewriter
         self.input = input
         self.base = base
-        directoryPrefix = rewriter.writer.prefix + Array(base.authority) + Array(base.directory)
+        var prefix = rewriter.writer.prefix + Array(base.authority)
+        URLBytes.appendPath(base.directory, to: &prefix)
+        directoryPrefix = prefix
     }
 
     mutating func run() throws(ManifestError) {

@@ -100,9 +100,11 @@ public struct ProxyURL: Hashable, Sendable {
             if i > 0 { query.append(ASCII.amp) }
             query.append(contentsOf: item)
         }
+        // The path as manifests write it (`URLBytes`), so that a client that sends raw bytes
+        // (`/é.ts`) names the object a rewritten manifest's URL names; the query byte for byte.
         let origin = OriginURL(
             isHTTPS: https, authority: String(decoding: host, as: UTF8.self),
-            path: String(decoding: path, as: UTF8.self),
+            path: URLBytes.string(path, query: false),
             query: kept.isEmpty ? nil : String(decoding: query, as: UTF8.self))
         let id: XResID
         if let xresid {

@@ -55,19 +55,27 @@ enum ASCII {
     }
 }
 
-/// Bytes that players percent-encode in a URL's path or query: controls, space, non-ASCII and
-/// a few more (the WHATWG URL standard's path and query percent-encode sets, as browsers,
-/// hls.js and the platforms' players apply them). A manifest may write them raw (`seg 1.ts`,
-/// `第1集.ts`); the gateway writes, fetches and keys URLs as players ask for them, so that a
-/// player's request has the key that read-ahead prepared, and the origin is asked for what a
-/// player would ask it. A `%` is left as it is: what was encoded stays encoded.
-enum URLBytes {
+/// Bytes percent-encoded in the URLs the gateway writes, fetches and keys. In a path: those
+/// players encode (the WHATWG URL standard's path set, as browsers, hls.js and the platforms'
+/// players apply it: controls, space, non-ASCII, `"<>`, backquote, `{}`). A manifest may write
+/// them raw (`seg 1.ts`, `第1集.ts`); written encoded, a player's request names the object
+/// read-ahead prepared (keys hold the path, not the query). In a query, only what a request
+/// line cannot carry (controls, space, non-ASCII): SPEC keeps a URI's query verbatim, and an
+/// origin that signs it reads the other bytes as written. A `%` is left as it is: what was
+/// encoded stays encoded.
+public enum URLBytes {
     @inline(__always) static func isUnsafeInPath(_ b: UInt8) -> Bool {
         b <= 0x20 || b >= 0x7F || b == 0x22 || b == 0x3C || b == 0x3E || b == 0x60 || b == 0x7B || b == 0x7D
     }
 
     @inline(__always) static func isUnsafeInQuery(_ b: UInt8) -> Bool {
-        b <= 0x20 || b >= 0x7F || b == 0x22 || b == 0x3C || b == 0x3E
+        b <= 0x20 || b >= 0x7F
+    }
+
+    /// A file or folder name as one path segment: the path set, and `%`, `?`, `#` (which a name
+    /// holds literally).
+    public static func pathSegment(_ name: String) -> String {
+        string(name.utf8) { b in isUnsafeInPath(b) || b == UInt8(ascii: "%") || b == UInt8(ascii: "?") || b == UInt8(ascii: "#") }
     }
 
     /// Appends `bytes`, each one `unsafe` says a player encodes as `%XX`.
@@ -91,11 +99,15 @@ enum URLBytes {
     static func appendPath<C: Collection<UInt8>>(_ bytes: C, to out: inout [UInt8]) { append(bytes, encoding: isUnsafeInPath, to: &out) }
     static func appendQuery<C: Collection<UInt8>>(_ bytes: C, to out: inout [UInt8]) { append(bytes, encoding: isUnsafeInQuery, to: &out) }
 
-    /// `bytes` of a path or (`query`) a query as a player sends them, as text.
+    /// `bytes` of a path or (`query`) a query as the gateway writes them, as text.
     static func string<C: Collection<UInt8>>(_ bytes: C, query: Bool) -> String {
+        string(bytes, encoding: query ? isUnsafeInQuery : isUnsafeInPath)
+    }
+
+    static func string<C: Collection<UInt8>>(_ bytes: C, encoding unsafe: (UInt8) -> Bool) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)
-        append(bytes, encoding: query ? isUnsafeInQuery : isUnsafeInPath, to: &out)
+        append(bytes, encoding: unsafe, to: &out)
         return String(decoding: out, as: UTF8.self)
     }
 

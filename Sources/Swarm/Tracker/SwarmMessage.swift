@@ -79,49 +79,39 @@ public struct SwarmMessage: Codable, Sendable, Equatable {
     /// first this many, and a `whole` one goes in several messages.
     public static let maxPrepareRefs = 10_000
 
-    /// Where the halves of a long read-ahead list start: consecutive runs of its objects, each
-    /// within half of what a `prepare` carries (`maxPrepareRefs / 2` objects, half of
-    /// `maxTrackerMessageSize` as an upper bound of their JSON), so that any two neighbours go
-    /// in one message. Empty for a list that goes whole in one message.
+    /// The size of the halves of a long read-ahead list, or 0 for a list that goes whole in
+    /// one message. A list longer than a message reaches the tracker in parts
+    /// (`readAheadPart`): its plan carries the first message (halves 0 and 1 at least), and a
+    /// player in half j ≥ 1 has its node send halves j and j + 1. A read-ahead window is a few
+    /// hundred objects at most and a half a thousand or more, so the window of a player in
+    /// half j stays inside the part.
     ///
-    /// A list longer than a message reaches the tracker in parts (`readAheadPart`): its plan
-    /// carries the first message (halves 0 and 1 at least), and a player in half j ≥ 1 has its
-    /// node send halves j and j + 1. A read-ahead window is a few hundred objects at most and
-    /// a half a few thousand, so the window of a player in half j stays inside the part; parts
-    /// have the same bounds on every read of the list, so the tracker knows each as one list.
-    public static func readAheadHalves(_ refs: [ObjectRef]) -> [Int] {
-        let maxObjects = maxPrepareRefs / 2
-        let maxBytes = (maxTrackerMessageSize - messageOverhead) / 2
-        var total = 0
-        for ref in refs { total += estimatedSize(ref) }
-        guard refs.count > maxPrepareRefs || total > maxTrackerMessageSize - messageOverhead else { return [] }
-        var starts: [Int] = [0]
-        var objects = 0, bytes = 0
-        for (i, ref) in refs.enumerated() {
+    /// Halves are `maxPrepareRefs / 2` objects, halved while two of the list's largest refs'
+    /// worth would not fit one message with room (long URLs: their tokens): a grid, so that
+    /// players whose tokens differ a little still name the same parts, which the tracker knows
+    /// as one list each.
+    public static func readAheadHalfSize(_ refs: [ObjectRef]) -> Int {
+        var total = 0, largest = 0
+        for ref in refs {
             let size = estimatedSize(ref)
-            if objects > 0 && (objects == maxObjects || bytes + size > maxBytes) {
-                starts.append(i)
-                objects = 0
-                bytes = 0
-            }
-            objects += 1
-            bytes += size
+            total += size
+            largest = max(largest, size)
         }
-        return starts
+        let budget = maxTrackerMessageSize - messageOverhead
+        guard refs.count > maxPrepareRefs || total > budget else { return 0 }
+        var half = maxPrepareRefs / 2
+        while half > 1 && 2 * half * largest > budget * 9 / 10 { half /= 2 }
+        return half
     }
 
-    /// The part of a long read-ahead list (`readAheadHalves`) that a player at `position`
-    /// needs sent: nil while the plan's first message covers it (half 0, or a list that fits
-    /// one message), else the range of halves j and j + 1 (j being the player's half).
-    public static func readAheadPart(halves: [Int], count: Int, at position: Int) -> Range<Int>? {
-        guard halves.count > 1, position >= halves[1], position < count else { return nil }
-        // The last half that starts at or before `position`.
-        var low = 1, high = halves.count - 1
-        while low < high {
-            let mid = (low + high + 1) / 2
-            if halves[mid] <= position { low = mid } else { high = mid - 1 }
-        }
-        return halves[low]..<(low + 2 < halves.count ? halves[low + 2] : count)
+    /// The part of a long read-ahead list (halves of `halfSize`, `readAheadHalfSize`) that a
+    /// player at `position` needs sent: nil while the plan's first message covers it (half 0,
+    /// or a list that fits one message), else the range of halves j and j + 1 (j being the
+    /// player's half).
+    public static func readAheadPart(halfSize: Int, count: Int, at position: Int) -> Range<Int>? {
+        guard halfSize > 0, position >= halfSize, position < count else { return nil }
+        let start = position / halfSize * halfSize
+        return start..<min(start + 2 * halfSize, count)
     }
 
     /// An upper bound of one ref's JSON in a `prepare` (its keys and duration, and its strings

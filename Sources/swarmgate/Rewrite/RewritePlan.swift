@@ -103,24 +103,13 @@ struct RewritePlan: Sendable {
         return OriginURL(isHTTPS: url.isHTTPS, authority: url.authority, path: url.path + "/", query: url.query)
     }
 
-    /// The origin URL of a file at `relative` below the folder at `base`, each path byte that
-    /// may not stand in a URL path percent-encoded. The folder URL's query carries over.
+    /// The origin URL of a file at `relative` below the folder at `base`, each name encoded as
+    /// the gateway writes and keys paths (`URLBytes.pathSegment`), so that the stream's xresid
+    /// and object keys are those the gateway gives the same files. The folder URL's query
+    /// carries over.
     static func url(of relative: String, in base: OriginURL) throws -> OriginURL {
-        let allowed = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=:@/".utf8)
-        var encoded = ""
-        for byte in relative.utf8 {
-            if allowed.contains(byte) {
-                encoded.unicodeScalars.append(Unicode.Scalar(byte))
-            } else {
-                encoded += "%" + String(byte, radix: 16, uppercase: true).leftPadded(2)
-            }
-        }
+        let encoded = relative.split(separator: "/", omittingEmptySubsequences: false).map { URLBytes.pathSegment(String($0)) }.joined(separator: "/")
         return OriginURL(isHTTPS: base.isHTTPS, authority: base.authority, path: base.path + encoded, query: base.query)
     }
 }
 
-extension String {
-    func leftPadded(_ width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
-    }
-}
