@@ -47,6 +47,36 @@ struct ProxyURLTests {
         #expect(raw.xresid == encoded.xresid)
     }
 
+    /// The bytes encoded in a path are the WHATWG path percent-encode set: C0 controls, space,
+    /// `"`, `#` and `?` (delimiters, never inside a path here), `<`, `>`, backquote, `{`, `}`,
+    /// DEL and everything from 0x80.
+    @Test func thePathSetIsWHATWGs() {
+        for b in UInt8.min...UInt8.max {
+            let expected = b <= 0x20 || b >= 0x7F || [0x22, 0x3C, 0x3E, 0x60, 0x7B, 0x7D].contains(b)
+            #expect(URLBytes.isUnsafeInPath(b) == expected, "byte \(b)")
+        }
+    }
+
+    /// The 16-bytes-at-a-time check agrees with the byte-by-byte one wherever the byte lies.
+    @Test func theWideCheckFindsEveryByteOfTheSets() {
+        var generator = SystemRandomNumberGenerator()
+        var disagreements: [[UInt8]] = []
+        for length in 0...70 {
+            for _ in 0..<40 {
+                var bytes = (0..<length).map { _ in UInt8.random(in: 0x21...0x7E, using: &generator) }
+                if length > 0, Bool.random(using: &generator) {
+                    bytes[Int.random(in: 0..<length, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
+                }
+                let agree = bytes.withUnsafeBufferPointer { view in
+                    URLBytes.pathSetFree(view) == !bytes.contains(where: URLBytes.isUnsafeInPath)
+                        && URLBytes.querySetFree(view) == !bytes.contains(where: URLBytes.isUnsafeInQuery)
+                }
+                if !agree { disagreements.append(bytes) }
+            }
+        }
+        #expect(disagreements.isEmpty)
+    }
+
     @Test func xresidIsDerivedFromHostAndPathNeverTheQuery() throws {
         let a = try ProxyURL(requestTarget: "/hls.vod.p2p.com/CDN.example.com/v/a.m3u8?token=1")
         let b = try ProxyURL(requestTarget: "/hls.vod.p2p.com/cdn.example.com/v/a.m3u8?token=2")
