@@ -198,17 +198,33 @@ public final class PieceStore: Sendable {
         let size = checksums.layout.size(of: index)
         precondition(buffer.count >= size)
         let fd = open(dataPath(id), O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
+        guard fd >= 0 else {
+            // The data file is gone (removed under the store): so is the piece. Another error
+            // (out of descriptors) says nothing of the piece, which is kept.
+            if errno == ENOENT { unreadable(key, index, "its data file is missing") }
+            return nil
+        }
         defer { close(fd) }
         let piece = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<size])
-        guard Self.preadFully(fd, piece, at: checksums.layout.offset(of: index)) else { return nil }
+        guard Self.preadFully(fd, piece, at: checksums.layout.offset(of: index)) else {
+            // Shorter than the index says (a power loss after the index row, before the data
+            // reached the disk), or unreadable.
+            unreadable(key, index, "its data file is shorter than the piece, or cannot be read")
+            return nil
+        }
         guard checksums.matches(index, UnsafeRawBufferPointer(piece)) else {
-            logger.warning("stored piece failed verification; dropped", metadata: ["object": "\(key)", "piece": "\(index)"])
-            onCorruptPiece()
-            dropPiece(key, index)
+            unreadable(key, index, "it failed verification")
             return nil
         }
         return size
+    }
+
+    /// A stored piece that cannot be served: dropped (so that it is fetched and stored again)
+    /// and counted as a corrupt piece.
+    private func unreadable(_ key: ObjectKey, _ index: Int, _ why: String) {
+        logger.warning("stored piece dropped: \(why)", metadata: ["object": "\(key)", "piece": "\(index)"])
+        onCorruptPiece()
+        dropPiece(key, index)
     }
 
     // MARK: writing
@@ -343,7 +359,7 @@ public final class PieceStore: Sendable {
         return try result.get()
     }
 
-    /// Forgets piece `index` of `key` (it failed verification).
+    /// Forgets piece `index` of `key` (it failed verification, or could not be read).
     public func dropPiece(_ key: ObjectKey, _ index: Int) {
         let id = key.id
         // The hole is punched under the lock: a writer storing the piece again meanwhile would

@@ -111,6 +111,30 @@ struct PieceStoreTests {
         #expect(read(store, key, 0, c) == piece(bytes, c, 0), "the other pieces are untouched")
     }
 
+    /// A data file cut short (a power loss after the index row, before the data reached the
+    /// disk) or removed under the store: its pieces read as missing, are dropped and counted,
+    /// and are stored again when fetched again. They were kept as held, so every read went to
+    /// the origin and what came back was never stored.
+    @Test(arguments: [true, false])
+    func aPieceItsFileNoLongerHoldsIsDroppedAndStoredAgain(removed: Bool) throws {
+        let (bytes, c) = object(length: 50_000, pieceSize: 16384)
+        let counted = Counter()
+        let store = try PieceStore(directory: folder, capacity: 1 << 20, logger: logger) { counted.add() }
+        for i in 0..<c.layout.count { try store.store(key, layout: c.layout, piece: i, bytes: piece(bytes, c, i)) }
+        let file = try FileManager.default.subpathsOfDirectory(atPath: folder + "/objects").first { $0.count > 10 }!
+        if removed {
+            try FileManager.default.removeItem(atPath: folder + "/objects/" + file)
+        } else {
+            #expect(truncate(folder + "/objects/" + file, 20_000) == 0)
+        }
+        #expect(read(store, key, 2, c) == nil)
+        #expect(!store.has(key, piece: 2))
+        #expect(counted.value == 1)
+        #expect((read(store, key, 0, c) == piece(bytes, c, 0)) == !removed, "a piece below the cut is still there")
+        try store.store(key, layout: c.layout, piece: 2, bytes: piece(bytes, c, 2))
+        #expect(read(store, key, 2, c) == piece(bytes, c, 2), "stored again")
+    }
+
     @Test func aPieceWrittenButNotIndexedIsNeverServed() throws {
         // A data file with bytes but no index row: what a kill -9 between the write and the
         // index update leaves. Reopening removes it.
