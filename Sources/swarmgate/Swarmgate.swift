@@ -1,5 +1,9 @@
 import ArgumentParser
 import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 import Origin
 import PieceStore
 
@@ -21,7 +25,7 @@ struct Swarmgate: AsyncParsableCommand {
     static func requireSystemLibraries(crypto: Bool = true) throws {
         // libcrypto first: libcurl needs it too, and would fail in its name.
         for failure in [crypto ? LibCrypto.unavailable : nil, LibCurl.unavailable].compactMap({ $0 }) {
-            FileHandle.standardError.write(Data("swarmgate: \(failure); install libcurl and OpenSSL (Debian 12: apt install libcurl4 libssl3)\n".utf8))
+            StandardError.write("swarmgate: \(failure); install libcurl and OpenSSL (Debian 12: apt install libcurl4 libssl3)\n")
             throw ExitCode(1)
         }
     }
@@ -40,8 +44,26 @@ struct Swarmgate: AsyncParsableCommand {
             Foundation.exit(code.rawValue)
         } catch {
             if exitCode(for: error) == .success { exit(withError: error) }  // --help, --version
-            FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+            StandardError.write(fullMessage(for: error) + "\n")
             Foundation.exit(2)
+        }
+    }
+}
+
+/// The process's standard error, written with write(2): a message that cannot be written (a
+/// full disk under the log, a closed descriptor) is lost, and the command goes on. Foundation's
+/// `FileHandle.write(_:)` traps on any write error: a gateway whose log disk was full died at
+/// start on its banner line.
+enum StandardError {
+    static func write(_ text: String) {
+        Array(text.utf8).withUnsafeBytes { b in
+            var done = 0
+            while done < b.count {
+                let n = Glibc.write(2, b.baseAddress! + done, b.count - done)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { return }
+                done += n
+            }
         }
     }
 }

@@ -94,6 +94,19 @@ struct RewriteCommandTests {
         #expect(odd.contains("xresid=\(oddGateway.xresid.value)"), "\(odd)")
     }
 
+    /// A standard error that cannot be written (its disk is full) loses the messages, not the
+    /// run: every file that can be is still rewritten, and the exit status says some failed.
+    /// Foundation's write trapped at the first message (signal 4), and later files were not
+    /// written.
+    @Test func aStandardErrorThatCannotBeWrittenLosesOnlyTheMessages() throws {
+        let dir = try folder(["a.m3u8": "not a playlist", "b.m3u8": Self.media])
+        let out = dir.appendingPathComponent("../\(dir.lastPathComponent)-out").standardized
+        let r = try SwarmgateProcess.run(
+            ["rewrite", "--base-url", "http://cdn.example.com/show/", "--output", out.path, dir.path], stderrTo: "/dev/full")
+        #expect(r.status == 1)
+        #expect(FileManager.default.fileExists(atPath: out.appendingPathComponent("b.m3u8").path))
+    }
+
     @Test func aFailedFileIsNamedWithItsLineAndTheOthersAreStillWritten() throws {
         let dir = try folder([
             "good.m3u8": Self.media, "bad.m3u8": "#EXTM3U\n#EXTINF:4,\n{$undefined}.ts\n", "b/alone.m3u8": Self.importing,

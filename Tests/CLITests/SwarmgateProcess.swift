@@ -16,7 +16,8 @@ enum SwarmgateProcess {
         var text: String { String(decoding: stdout, as: UTF8.self) }
     }
 
-    static func run(_ arguments: [String], stdin: Data? = nil, in folder: URL? = nil) throws -> Result {
+    /// `stderrTo`: a file standard error goes to instead of being collected (`/dev/full`).
+    static func run(_ arguments: [String], stdin: Data? = nil, in folder: URL? = nil, stderrTo: String? = nil) throws -> Result {
         let p = Process()
         p.executableURL = binary
         p.arguments = arguments
@@ -29,17 +30,23 @@ enum SwarmgateProcess {
         _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
         let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
         p.standardOutput = out
-        p.standardError = err
+        p.standardError = try stderrTo.map { try FileHandle(forWritingTo: URL(fileURLWithPath: $0)) } ?? err
         let input = Pipe()
         p.standardInput = input
         try p.run()
         if let stdin { input.fileHandleForWriting.write(stdin) }
         try input.fileHandleForWriting.close()
         p.waitUntilExit()
+        guard p.terminationReason == .exit else { throw CLIFailure("swarmgate \(arguments.first ?? "") died of signal \(p.terminationStatus)") }
         try out.close()
         try err.close()
         return Result(
             status: p.terminationStatus, stdout: try Data(contentsOf: outURL),
             stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
     }
+}
+
+struct CLIFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }

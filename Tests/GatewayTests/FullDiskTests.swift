@@ -1,4 +1,5 @@
 import Foundation
+@testable import Gateway
 import Testing
 import TestScratch
 
@@ -6,6 +7,36 @@ import TestScratch
 /// PieceCacheTests): the output is whole or not at all.
 @Suite("Full disks")
 struct FullDiskTests {
+    /// A gateway and a tracker whose standard error cannot be written (the log's disk is full)
+    /// start and serve; they died of signal 4 at their first line (Foundation's write traps on
+    /// a write error).
+    @Test(arguments: ["serve", "tracker"])
+    func aFullLogDiskDoesNotStopAStart(command: String) async throws {
+        let port = try GatewayServer.freeLoopbackPort()
+        let folder = Live.cacheFolder()
+        let secret = Scratch.path("secret")
+        try Data("full-log-secret".utf8).write(to: URL(fileURLWithPath: secret))
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Live.binary)
+        p.arguments = command == "serve"
+            ? ["serve", "--listen", "127.0.0.1:\(port)", "--cache-dir", folder]
+            : ["tracker", "--listen", "127.0.0.1:\(port)", "--db", folder + "/t.sqlite", "--cache-dir", folder, "--app-secret-file", secret]
+        p.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: "/dev/full"))
+        p.standardOutput = FileHandle.nullDevice
+        try p.run()
+        defer { if p.isRunning { p.terminate() } }
+        var healthy = false
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !healthy && p.isRunning && ContinuousClock.now < deadline {
+            healthy = (try? await HTTP.get("http://127.0.0.1:\(port)/health"))?.status == 200
+            if !healthy { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(healthy, "\(command) answers /health (running: \(p.isRunning), status \(p.isRunning ? 0 : p.terminationStatus))")
+        p.terminate()
+        p.waitUntilExit()
+        #expect(p.terminationReason == .exit && p.terminationStatus == 0, "a clean stop: \(p.terminationReason.rawValue) \(p.terminationStatus)")
+    }
+
     @Test(.enabled(if: Live.canMountSmallDisks)) func aRewriteOntoAFullDiskLeavesThePreviousOutputWholeAndNoTemporaryFile() throws {
         let input = Scratch.path("sg-full", suffix: ".m3u8")
         defer { try? FileManager.default.removeItem(atPath: input) }

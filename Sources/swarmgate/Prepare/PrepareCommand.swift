@@ -34,11 +34,11 @@ struct PrepareCommand: AsyncParsableCommand {
         let objects = answer.removeValue(forKey: "objects") as? [String] ?? []
         let shown = try? JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys])
         print(String(decoding: status == 202 ? shown ?? body : body, as: UTF8.self))
-        if status == 401 || status == 403 { FileHandle.standardError.write(Data("swarmgate prepare: \(Self.adminHint)\n".utf8)) }
+        if status == 401 || status == 403 { StandardError.write("swarmgate prepare: \(Self.adminHint)\n") }
         guard status == 202 else { throw ExitCode(1) }
         guard wait else { return }
         guard objects.count == answer["queued"] as? Int ?? 0 else {
-            FileHandle.standardError.write(Data("swarmgate prepare: the gateway does not name the objects it queued; --wait needs a gateway of this version\n".utf8))
+            StandardError.write("swarmgate prepare: the gateway does not name the objects it queued; --wait needs a gateway of this version\n")
             throw ExitCode(1)
         }
         // A node in a swarm names its tracker's list, where the tracker's registry has them.
@@ -81,7 +81,7 @@ struct PrepareCommand: AsyncParsableCommand {
             }
             if let refused {
                 // Not a passing state: no wait makes it answer.
-                FileHandle.standardError.write(Data("swarmgate prepare: \(statusURL) answered \(refused): \(Self.adminHint)\n".utf8))
+                StandardError.write("swarmgate prepare: \(statusURL) answered \(refused): \(Self.adminHint)\n")
                 throw ExitCode(1)
             }
             if let counts {
@@ -89,7 +89,7 @@ struct PrepareCommand: AsyncParsableCommand {
                 let open = n("queued") + n("running") + n("paused") + n("unknown")
                 if open > 0 { settled = nil } else if settled == nil { settled = ContinuousClock.now }
                 if let settled, ContinuousClock.now - settled >= .seconds(1) {
-                    FileHandle.standardError.write(Data("prepared \(n("done")) of \(objects.count) objects\n".utf8))
+                    StandardError.write("prepared \(n("done")) of \(objects.count) objects\n")
                     if n("failed") + n("cancelled") > 0 { throw ExitCode(1) }
                     return
                 }
@@ -99,7 +99,7 @@ struct PrepareCommand: AsyncParsableCommand {
                 problem = "nothing moved: \(n("queued")) queued, \(n("paused")) paused, \(n("unknown")) never queued there, of \(objects.count)"
             }
             guard ContinuousClock.now - since < patience else {
-                FileHandle.standardError.write(Data("swarmgate prepare: \(statusURL): \(problem)\n".utf8))
+                StandardError.write("swarmgate prepare: \(statusURL): \(problem)\n")
                 throw ExitCode(1)
             }
             try await Task.sleep(for: every)
@@ -138,7 +138,7 @@ struct PrepareCommand: AsyncParsableCommand {
         do {
             return try await exchange(client, url, method: method, body: body)
         } catch {
-            FileHandle.standardError.write(Data("swarmgate prepare: \(url): \(error)\n".utf8))
+            StandardError.write("swarmgate prepare: \(url): \(error)\n")
             throw ExitCode(1)
         }
     }

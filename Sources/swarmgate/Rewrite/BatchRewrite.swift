@@ -169,6 +169,6 @@ struct BatchRewrite: Sendable {
     }
 
     func report(_ name: String, _ message: String) {
-        FileHandle.standardError.write(Data("swarmgate rewrite: \(name): \(message)\n".utf8))
+        StandardError.write("swarmgate rewrite: \(name): \(message)\n")
     }
 }

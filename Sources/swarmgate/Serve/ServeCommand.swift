@@ -114,7 +114,7 @@ struct ServeCommand: AsyncParsableCommand {
                     text += "  \(publicURL)/hls.vod.p2p.com/\(demo)/\(path)\n"
                 }
             }
-            FileHandle.standardError.write(Data(text.utf8))
+            StandardError.write(text)
         }
     }
 }
@@ -136,7 +136,7 @@ struct HealthCommand: AsyncParsableCommand {
             let answer = try await probe.fetch(OriginFetch(url: base + "/health", maxBodySize: 1 << 16))
             if answer.status == 200 { return }
         } catch {
-            FileHandle.standardError.write(Data("swarmgate health: \(error)\n".utf8))
+            StandardError.write("swarmgate health: \(error)\n")
         }
         throw ExitCode(1)
     }

@@ -72,7 +72,7 @@ struct TrackerCommand: AsyncParsableCommand {
             try OriginClientAdapter(allowOrigins: c.allowOrigins, idleTimeout: c.originIdleTimeout, maxObjectSize: c.maxObjectSize)
         }) { bound, _ in
             let host = c.host.contains(":") ? "[\(c.host)]" : c.host
-            FileHandle.standardError.write(Data("swarmgate tracker \(GatewayResponder.version) listening on \(host):\(bound), ws://\(host):\(bound)/swarm/v1/ws\n".utf8))
+            StandardError.write("swarmgate tracker \(GatewayResponder.version) listening on \(host):\(bound), ws://\(host):\(bound)/swarm/v1/ws\n")
         }
     }
 }
