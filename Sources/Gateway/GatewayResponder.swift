@@ -167,6 +167,7 @@ public final class GatewayResponder: HTTPResponder {
     func ready() -> Response {
         var failing: [String] = []
         if !Self.isWritableDirectory(configuration.cacheDirectory) { failing.append("cache directory not writable") }
+        if node.store.indexIsFailing { failing.append("piece index not written (see the log)") }
         do { try node.registry.ping() } catch { failing.append("registry not reachable: \(error)") }
         if failing.isEmpty {
             return JSONBody.response([("status", .string("ready"))])

@@ -488,6 +488,10 @@ public final class PieceStore: Sendable {
         }
     }
 
+    /// Whether the index's last write behind failed (a full disk, a damaged index file): the
+    /// store serves, but what it holds is not kept for a restart until a write passes.
+    public var indexIsFailing: Bool { indexFailures.isFailing }
+
     /// Writes now the index rows that are behind the store's state: what a graceful stop does
     /// before the process ends (a test does it before it reopens the folder). When it returns,
     /// every change made before the call is on disk: rows that a write behind had taken were

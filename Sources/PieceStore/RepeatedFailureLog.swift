@@ -40,6 +40,9 @@ public final class RepeatedFailureLog: Sendable {
         logger.error(message, metadata: meta)
     }
 
+    /// Failed last, and not succeeded since.
+    public var isFailing: Bool { state.withLock(\.failing) }
+
     public func succeeded() {
         let recovered = state.withLock { s -> Bool in
             guard s.failing else { return false }

@@ -135,6 +135,27 @@ struct PieceStoreTests {
         #expect(read(store, key, 2, c) == piece(bytes, c, 2), "stored again")
     }
 
+    /// An index that cannot be written (here its table is gone; a damaged file, a full disk)
+    /// is said to be failing, which the gateway's /ready reports, until a write passes.
+    @Test func anIndexThatCannotBeWrittenIsSaidToBeFailing() async throws {
+        let (bytes, c) = object(length: 50_000, pieceSize: 16384)
+        let store = try PieceStore(directory: folder, capacity: 1 << 20, logger: logger)
+        try store.store(key, layout: c.layout, piece: 0, bytes: piece(bytes, c, 0))
+        try store.flush()
+        #expect(!store.indexIsFailing)
+        let db = try DatabaseQueue(path: folder + "/index.sqlite")
+        try await db.write { try $0.execute(sql: "ALTER TABLE pieces_objects RENAME TO elsewhere") }
+        try store.store(key, layout: c.layout, piece: 1, bytes: piece(bytes, c, 1))
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !store.indexIsFailing && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(store.indexIsFailing)
+        try await db.write { try $0.execute(sql: "ALTER TABLE elsewhere RENAME TO pieces_objects") }
+        let healed = ContinuousClock.now + .seconds(10)
+        while store.indexIsFailing && ContinuousClock.now < healed { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(!store.indexIsFailing, "the write tried again passed")
+        #expect(read(store, key, 1, c) == piece(bytes, c, 1), "served meanwhile")
+    }
+
     @Test func aPieceWrittenButNotIndexedIsNeverServed() throws {
         // A data file with bytes but no index row: what a kill -9 between the write and the
         // index update leaves. Reopening removes it.
