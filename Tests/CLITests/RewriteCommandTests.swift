@@ -107,6 +107,27 @@ struct RewriteCommandTests {
         #expect(FileManager.default.fileExists(atPath: out.appendingPathComponent("b.m3u8").path))
     }
 
+    /// A run killed mid-write leaves a hidden temporary beside its output; the next run into
+    /// that folder removes it, and leaves those of runs still going.
+    @Test func temporariesOfKilledRunsAreRemovedAndThoseOfLiveRunsKept() throws {
+        let dir = try folder(["a.m3u8": Self.media])
+        let out = dir.appendingPathComponent("../\(dir.lastPathComponent)-out").standardized
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        // A process id that ended: a child that ran and was reaped.
+        let ended = Process()
+        ended.executableURL = URL(fileURLWithPath: "/bin/true")
+        try ended.run()
+        ended.waitUntilExit()
+        let stale = ".a.m3u8.\(ended.processIdentifier).123.tmp", live = ".a.m3u8.\(getpid()).456.tmp"
+        for name in [stale, live, ".notes.tmp"] {
+            _ = FileManager.default.createFile(atPath: out.appendingPathComponent(name).path, contents: Data("part".utf8))
+        }
+        let r = try SwarmgateProcess.run(["rewrite", "--base-url", "http://cdn.example.com/show/", "--output", out.path, dir.path])
+        #expect(r.status == 0, "\(r.stderr)")
+        let left = Set(try FileManager.default.contentsOfDirectory(atPath: out.path))
+        #expect(left == ["a.m3u8", live, ".notes.tmp"], "\(left.sorted())")
+    }
+
     @Test func aFailedFileIsNamedWithItsLineAndTheOthersAreStillWritten() throws {
         let dir = try folder([
             "good.m3u8": Self.media, "bad.m3u8": "#EXTM3U\n#EXTINF:4,\n{$undefined}.ts\n", "b/alone.m3u8": Self.importing,

@@ -27,6 +27,24 @@ enum AtomicFile {
             throw WriteError(description: "\(path): \(String(cString: strerror(errno)))")
         }
         ok = true
+        // The rename reaches the disk with the folder's own flush (else a power loss may
+        // leave the old file, or none).
+        let dir = open(folder.isEmpty ? "." : folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dir >= 0 {
+            _ = fsync(dir)
+            close(dir)
+        }
+    }
+
+    /// Removes the temporaries that runs killed mid-write left in `folder`
+    /// (`.NAME.PID.RANDOM.tmp` of a process that no longer exists); those of live runs stay.
+    static func removeStaleTemporaries(in folder: String) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
+        for name in names where name.hasPrefix(".") && name.hasSuffix(".tmp") {
+            let parts = name.split(separator: ".")
+            guard parts.count >= 4, UInt32(parts[parts.count - 2]) != nil, let pid = pid_t(parts[parts.count - 3]), pid > 0 else { continue }
+            if kill(pid, 0) == -1 && errno == ESRCH { unlink(folder + "/" + name) }
+        }
     }
 }
 

@@ -29,6 +29,13 @@ struct BatchRewrite: Sendable {
             failures += 1
         }
         let jobs = plan.jobs
+        // What a run killed mid-write left beside the outputs.
+        let folders = Set(jobs.compactMap { job -> String? in
+            guard case .file(let path) = job.destination else { return nil }
+            let folder = (path as NSString).deletingLastPathComponent
+            return folder.isEmpty ? "." : folder
+        })
+        for folder in folders { AtomicFile.removeStaleTemporaries(in: folder) }
         var results = await rewriteAll(jobs.indices.map { ($0, nil) })
 
         // Second pass for playlists that a master of this run references.
