@@ -94,7 +94,7 @@ public final class PieceStore: Sendable {
         do {
             try FileManager.default.createDirectory(atPath: directory + "/objects", withIntermediateDirectories: true)
         } catch {
-            throw PieceStoreError(.io, "cannot create \(directory)/objects: \(error)")
+            throw PieceStoreError(.io, "cannot create \(directory)/objects: \(Self.reason(error))")
         }
         do {
             var config = Configuration()
@@ -394,6 +394,15 @@ public final class PieceStore: Sendable {
     }
 
     // MARK: internals
+
+    /// A file system error as the system names it ("Not a directory"), not Foundation's dump.
+    static func reason(_ error: any Error) -> String {
+        let ns = error as NSError
+        let underlying = (ns.userInfo[NSUnderlyingErrorKey] as? any Error).map { $0 as NSError }
+        let posix = ns.domain == NSPOSIXErrorDomain ? ns : underlying.flatMap { $0.domain == NSPOSIXErrorDomain ? $0 : nil }
+        if let posix { return String(cString: strerror(Int32(posix.code))) }
+        return ns.localizedDescription
+    }
 
     private enum Reservation {
         case held, noRoom

@@ -156,6 +156,17 @@ struct PieceStoreTests {
         #expect(read(store, key, 1, c) == piece(bytes, c, 1), "served meanwhile")
     }
 
+    /// A cache folder that is a file is named with the system's reason, not Foundation's dump.
+    @Test func aCacheFolderThatIsAFileIsRefusedWithTheSystemsReason() throws {
+        _ = FileManager.default.createFile(atPath: folder, contents: Data("x".utf8))
+        do {
+            _ = try PieceStore(directory: folder, capacity: 1 << 20, logger: logger)
+            Issue.record("a file taken for a folder")
+        } catch {
+            #expect(error.description == "io: cannot create \(folder)/objects: Not a directory", "\(error)")
+        }
+    }
+
     @Test func aPieceWrittenButNotIndexedIsNeverServed() throws {
         // A data file with bytes but no index row: what a kill -9 between the write and the
         // index update leaves. Reopening removes it.
