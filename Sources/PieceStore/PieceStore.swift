@@ -52,6 +52,9 @@ public final class PieceStore: Sendable {
     /// behind for seconds there).
     private let indexWrites = DispatchQueue(label: "swarmgate.piece-index", qos: .utility)
     private let indexFailures: RepeatedFailureLog
+    /// Evictions for a disk full before the bound: a line a minute at most (every piece stored
+    /// on such a disk may evict).
+    private let diskEvictions: RepeatedFailureLog
     private let shortages = Atomic<Int>(0)
     /// Whether the last piece met a full disk with nothing to evict.
     private let diskFull = Atomic<Bool>(false)
@@ -91,6 +94,9 @@ public final class PieceStore: Sendable {
         self.logger = logger
         self.onCorruptPiece = onCorruptPiece
         indexFailures = RepeatedFailureLog("piece index: rows not written", logger: logger)
+        diskEvictions = RepeatedFailureLog(
+            "the disk under the piece store is full before its bound; evicted the least recently used to make room", logger: logger,
+            level: .warning, repeatsKey: "evictions_since_last_line")
         do {
             try FileManager.default.createDirectory(atPath: directory + "/objects", withIntermediateDirectories: true)
         } catch {
@@ -441,8 +447,7 @@ public final class PieceStore: Sendable {
         if full { shortages.add(1, ordering: .relaxed) }
         let was = diskFull.exchange(full && evicted == 0, ordering: .relaxed)
         if full && evicted > 0 {
-            logger.warning("the disk under the piece store is full before its bound; evicted the least recently used to make room",
-                           metadata: ["objects": "\(evicted)", "directory": "\(directory)"])
+            diskEvictions.failed(["objects": "\(evicted)", "directory": "\(directory)"])
         } else if full && !was {
             logger.error("the disk under the piece store is full and the store holds nothing to evict: pieces are served but not kept until there is room",
                          metadata: ["directory": "\(directory)"])
