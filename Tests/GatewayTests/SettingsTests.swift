@@ -102,7 +102,7 @@ struct SettingsTests {
         }
     }
 
-    /// SPEC section 5: flags, then the environment, then the file. A secret may come as a file
+    /// SPEC section 4: flags, then the environment, then the file. A secret may come as a file
     /// setting or as a variable holding it; a file the config file names loses to the variable.
     @Test func aSecretInTheEnvironmentBeatsTheConfigFilesSecretFile() throws {
         let secretPath = Scratch.path("secret"), tokenPath = Scratch.path("token")
