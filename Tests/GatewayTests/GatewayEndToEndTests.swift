@@ -124,4 +124,18 @@ final class GatewayEndToEndTests {
         #expect(noToken.status == 403)
         #expect(noToken.text.contains("origin answered 403"))
     }
+
+    /// `--allow-origin` given twice allows both hosts (it kept only the last).
+    @Test func aRepeatedAllowOriginAddsUp() async throws {
+        let (first, firstPort) = try Live.objectOrigin()
+        defer { first.stop() }
+        let (second, secondPort) = try Live.objectOrigin()
+        defer { second.stop() }
+        let (g, port) = try Live.gateway(["--allow-origin", "127.0.0.1:\(firstPort)", "--allow-origin", "127.0.0.1:\(secondPort)"])
+        defer { g.stop() }
+        for origin in [firstPort, secondPort] {
+            let r = try await HTTP.get("http://127.0.0.1:\(port)/hls.vod.p2p.com/127.0.0.1:\(origin)/vod/both.m3u8?segments=2")
+            #expect(r.status == 200, "origin \(origin): \(r.status) \(r.text)")
+        }
+    }
 }

@@ -23,7 +23,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("peer-url"), help: "Where other nodes fetch this node's pieces (default: the public URL).") var peerURL: String?
     @Option(name: .customLong("peer-deadline"), help: "Seconds the swarm may take to deliver a piece before the CDN is asked (default auto: a quarter of the segment).") var peerDeadline: String?
     @Option(name: .customLong("live-hold"), help: "Seconds a live playlist's answer may wait for its new segments in the swarm (default auto: a quarter of a segment; 0: none).") var liveHold: String?
-    @Option(name: .customLong("allow-origin"), help: "Origin hosts that may be fetched: host, host:port or *.suffix, comma-separated.") var allowOrigin: String?
+    @Option(name: .customLong("allow-origin"), help: "Origin hosts that may be fetched: host, host:port or *.suffix, comma-separated or the flag repeated.") var allowOrigin: [String] = []
     @Option(name: .customLong("inherit-query"), help: "Playlist query parameters copied onto its URIs: names or *.") var inheritQuery: String?
     @Option(name: .customLong("key-uris"), help: "EXT-X-KEY URIs: origin or proxy.") var keyURIs: String?
     @Option(name: .customLong("app-id"), help: "The app id nodes and tracker share.") var appID: String?
@@ -52,7 +52,8 @@ struct ServeCommand: AsyncParsableCommand {
         f["live-hold"] = liveHold
         f["prefetch-segments"] = prefetchSegments
         f["read-ahead"] = readAhead
-        f["allow-origin"] = allowOrigin
+        // Repeated flags add up (each may be a comma list), as the setting is a list.
+        f["allow-origin"] = allowOrigin.isEmpty ? nil : allowOrigin.joined(separator: ",")
         f["inherit-query"] = inheritQuery
         f["key-uris"] = keyURIs
         f["app-id"] = appID

@@ -20,7 +20,7 @@ struct TrackerCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-object-size"), help: "Largest media object fetched from an origin, e.g. 4GiB.") var maxObjectSize: String?
     @Option(name: .customLong("origin-idle-timeout"), help: "Seconds an origin may send nothing before a preparation fails.") var originIdleTimeout: String?
     @Option(name: .customLong("read-ahead"), help: "Seconds of a VOD prepared past its furthest player (default 60; 0: none; all: whole).") var readAhead: String?
-    @Option(name: .customLong("allow-origin"), help: "Origin hosts the registry may fetch: host, host:port or *.suffix, comma-separated.") var allowOrigin: String?
+    @Option(name: .customLong("allow-origin"), help: "Origin hosts the registry may fetch: host, host:port or *.suffix, comma-separated or the flag repeated.") var allowOrigin: [String] = []
     @Option(name: .customLong("app-id"), help: "The app id nodes and tracker share.") var appID: String?
     @Option(name: .customLong("app-secret-file"), help: "A file holding the app secret (or set SWARMGATE_APP_SECRET).") var appSecretFile: String?
     @Option(name: .customLong("admin-token-file"), help: "A file holding the token /prepare and /jobs ask for (or set SWARMGATE_ADMIN_TOKEN); without one, loopback callers only.") var adminTokenFile: String?
@@ -38,7 +38,8 @@ struct TrackerCommand: AsyncParsableCommand {
         f["prepare-jobs"] = prepareJobs
         f["max-object-size"] = maxObjectSize
         f["origin-idle-timeout"] = originIdleTimeout
-        f["allow-origin"] = allowOrigin
+        // Repeated flags add up (each may be a comma list), as the setting is a list.
+        f["allow-origin"] = allowOrigin.isEmpty ? nil : allowOrigin.joined(separator: ",")
         f["read-ahead"] = readAhead
         f["app-id"] = appID
         f["app-secret-file"] = appSecretFile
