@@ -54,6 +54,17 @@ import Testing
         ])
     }
 
+    /// A BaseURL that climbs with encoded dots (`%2e%2e/`) climbs as a player's resolution does.
+    @Test func encodedDotsInABaseURLClimbAsPlayersClimb() throws {
+        let found = try lists(mpd("""
+            <Period><AdaptationSet><BaseURL>%2e%2e/%2E%2E/x/</BaseURL>
+              <SegmentTemplate media="s$Number$.m4s" startNumber="1" duration="4"/>
+              <Representation id="v"/>
+            </AdaptationSet></Period>
+            """))
+        #expect(found.first.map { urls($0).first } == "https://origin.example.com/x/s1.m4s")
+    }
+
     @Test func aRepeatToTheEndFillsThePeriod() throws {
         // 10 s presentation, 4 s segments: 3 of them (the last one short).
         let found = try lists(mpd("""

@@ -70,6 +70,22 @@ struct HLSTagTests {
         #expect(try OriginURL(origin.string) == origin, "encoding twice changes nothing")
     }
 
+    /// A dot written "%2e" is a dot (WHATWG, as players read it): `%2e%2e` climbs a folder. It
+    /// was kept as a segment, so a player of the rewritten playlist climbed out of the origin's
+    /// path into the proxy URL's host segment, or asked for another object than read-ahead
+    /// prepared.
+    @Test func encodedDotSegmentsAreRemovedAsPlayersRemoveThem() throws {
+        let r = try rewriteHLS(
+            "#EXTM3U\n#EXTINF:4,\n%2e%2e/%2E%2e/x/seg.ts\n#EXTINF:4,\na/.%2e/%2e/b.ts\n#EXTINF:4,\n%2e%2ex/c.ts\n",
+            base: "https://cdn.example.com/vod/movie/index.m3u8")
+        #expect(r.references.map(\.origin.string) == [
+            "https://cdn.example.com/x/seg.ts", "https://cdn.example.com/vod/movie/b.ts", "https://cdn.example.com/vod/movie/%2e%2ex/c.ts",
+        ])
+        #expect(String(decoding: r.output, as: UTF8.self).contains("http://gw/hls.vod.p2p.com/cdn.example.com/x/seg.ts?xresid=s1&xhttps=1\n"))
+        #expect(try OriginURL("http://h/a/b/%2E%2E/c.ts").path == "/a/c.ts")
+        #expect(try ProxyURL(requestTarget: "/hls.vod.p2p.com/h/a/b/%2e%2e/c.ts").origin.path == "/a/c.ts")
+    }
+
     @Test(arguments: [
         ("#EXT-X-MAP:URI=\"init.mp4\"", "#EXT-X-MAP:URI=\"\(seg)/init.mp4?xresid=s1&xhttps=1\"", HLSReference.Role.map),
         ("#EXT-X-MAP:URI=\"init.mp4\",BYTERANGE=\"720@0\"", "#EXT-X-MAP:URI=\"\(seg)/init.mp4?xresid=s1&xhttps=1\",BYTERANGE=\"720@0\"", .map),

@@ -101,7 +101,8 @@ public struct ProxyURL: Hashable, Sendable {
             query.append(contentsOf: item)
         }
         // The path as manifests write it (`URLBytes`), so that a client that sends raw bytes
-        // (`/é.ts`) names the object a rewritten manifest's URL names; the query byte for byte.
+        // (`/{x}.ts`; the HTTP parser refuses raw spaces and non-ASCII) names the object a
+        // rewritten manifest's URL names; the query byte for byte.
         let origin = OriginURL(
             isHTTPS: https, authority: String(decoding: host, as: UTF8.self),
             path: URLBytes.string(path, query: false),

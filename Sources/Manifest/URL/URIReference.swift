@@ -202,6 +202,10 @@ struct URIComponents {
             }
             dot = b.index(of: ASCII.dot, from: dot + 1)
         }
+        // A dot may be written "%2e", as players read it too (the WHATWG URL standard).
+        if !pathHasDotSegment && b.index(of: UInt8(ascii: "%"), from: i) < j {
+            pathHasDotSegment = DotSegments.present(b[i..<j])
+        }
         i = j
         query = nil
         if i < end, b[i] == ASCII.question {
@@ -386,31 +390,63 @@ struct BaseView {
     }
 }
 
-/// RFC 3986 section 5.2.4, remove_dot_segments.
+/// RFC 3986 section 5.2.4, remove_dot_segments, with a dot also written "%2e" or "%2E" (the
+/// WHATWG URL standard, which browsers, hls.js and dash.js follow, reads `%2e%2e` as ".."): a
+/// player of a rewritten manifest would otherwise climb out of the origin's path into the
+/// proxy URL's host segment, or ask for another object than read-ahead prepared.
 enum DotSegments {
-    /// Whether any segment of `p` is "." or "..".
+    /// Whether any segment of `p` is "." or "..", dots written either way.
     static func present<C: RandomAccessCollection<UInt8>>(_ p: C) -> Bool where C.Index == Int {
-        var i = p.startIndex
-        let end = p.endIndex
-        var atSegmentStart = true
-        while i < end {
-            let b = p[i]
-            if b == ASCII.slash {
-                atSegmentStart = true
-            } else if atSegmentStart {
-                atSegmentStart = false
-                if b == ASCII.dot {
-                    let n = i + 1
-                    if n == end || p[n] == ASCII.slash { return true }
-                    if p[n] == ASCII.dot && (n + 1 == end || p[n + 1] == ASCII.slash) { return true }
-                }
-            }
-            i += 1
+        var start = p.startIndex
+        while start <= p.endIndex {
+            var end = start
+            while end < p.endIndex && p[end] != ASCII.slash { end += 1 }
+            if dots(in: p[start..<end]) > 0 { return true }
+            start = end + 1
         }
         return false
     }
 
+    /// 1 for a segment that is ".", 2 for "..", each dot written "." or "%2e"; else 0.
+    static func dots<C: RandomAccessCollection<UInt8>>(in segment: C) -> Int where C.Index == Int {
+        var count = 0
+        var i = segment.startIndex
+        while i < segment.endIndex {
+            if segment[i] == ASCII.dot {
+                i += 1
+            } else if segment[i] == UInt8(ascii: "%") && i + 2 < segment.endIndex && segment[i + 1] == UInt8(ascii: "2")
+                && (segment[i + 2] | 0x20) == UInt8(ascii: "e")
+            {
+                i += 3
+            } else {
+                return 0
+            }
+            count += 1
+            if count > 2 { return 0 }
+        }
+        return count
+    }
+
     static func remove<C: RandomAccessCollection<UInt8>>(_ input: C) -> [UInt8] where C.Index == Int {
+        // Encoded dots first: each dot segment written with "%2e" becomes "." or "..".
+        if input.contains(UInt8(ascii: "%")) {
+            var decoded: [UInt8] = []
+            decoded.reserveCapacity(input.count)
+            var start = input.startIndex
+            while start <= input.endIndex {
+                var end = start
+                while end < input.endIndex && input[end] != ASCII.slash { end += 1 }
+                let n = dots(in: input[start..<end])
+                if n > 0 { decoded.append(contentsOf: repeatElement(ASCII.dot, count: n)) } else { decoded.append(contentsOf: input[start..<end]) }
+                if end < input.endIndex { decoded.append(ASCII.slash) }
+                start = end + 1
+            }
+            return removeLiteral(decoded)
+        }
+        return removeLiteral(input)
+    }
+
+    private static func removeLiteral<C: RandomAccessCollection<UInt8>>(_ input: C) -> [UInt8] where C.Index == Int {
         var out: [UInt8] = []
         out.reserveCapacity(input.count)
         var i = input.startIndex
