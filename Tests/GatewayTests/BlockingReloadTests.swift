@@ -27,7 +27,7 @@ struct BlockingReloadTests {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for k in 0..<renditions {
                 group.addTask {
-                    let r = try await HTTP.get("\(base)/live/parked\(k).m3u8?segments=6&first=3&parts=1&hold=parked&_HLS_msn=9")
+                    let r = try await HTTP.get("\(base)/live/parked\(k).m3u8?segments=6&first=3&parts=1&hold=parked&_HLS_msn=9", timeout: 90)
                     #expect(r.status == 200 && r.text.contains("#EXT-X-PART:"), "\(r.status) \(r.text)")
                     answered.count.withLock { $0 += 1 }
                 }
@@ -43,7 +43,9 @@ struct BlockingReloadTests {
                     }
                     return n
                 }
-                let deadline = ContinuousClock.now + .seconds(15)
+                // Generous (the whole suite runs at once on two cores), within the 30 s a
+                // reload waits at the origin.
+                let deadline = ContinuousClock.now + .seconds(25)
                 var atOrigin = try await parked()
                 while atOrigin < renditions && ContinuousClock.now < deadline {
                     try await Task.sleep(for: .milliseconds(100))
