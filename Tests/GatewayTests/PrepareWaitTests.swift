@@ -40,6 +40,8 @@ struct PrepareWaitTests {
         #expect(await cli.waitForExit(timeout: .seconds(120)) == 0, "\(cli.stderr)")
         #expect(cli.stderr.contains("prepared 1 of 1 objects"), "\(cli.stderr)")
         // Past the 30 s that a wait without movement lasts.
-        #expect(ContinuousClock.now - started >= .seconds(33), "the object was not behind the slow one")
+        let waited = ContinuousClock.now - started
+        let jobs = waited >= .seconds(33) ? "" : (try? await HTTP.get("\(gateway)/jobs"))?.text ?? "?"
+        #expect(waited >= .seconds(33), "the object was not behind the slow one: \(jobs)")
     }
 }
