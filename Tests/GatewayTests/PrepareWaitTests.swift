@@ -34,8 +34,10 @@ struct PrepareWaitTests {
         // Another stream's object takes the one job slot for about 45 s (at its rate); this prepare's
         // object waits in the queue behind it all that time, with nothing of its own moving.
         let slow = "http://127.0.0.1:\(originPort)/obj/ahead-of-wait.ts?size=450000&throttle=10000"
-        _ = try await HTTP.post("\(gateway)/prepare", json: "{\"url\":\"\(slow)\",\"xresid\":\"other\"}")
+        // From before the slow job is posted: a loaded host may answer the post late, with the
+        // slow job well under way.
         let started = ContinuousClock.now
+        _ = try await HTTP.post("\(gateway)/prepare", json: "{\"url\":\"\(slow)\",\"xresid\":\"other\"}")
         let cli = try LiveProcess(Live.binary, ["prepare", "http://127.0.0.1:\(originPort)/obj/behind.ts?size=100000", "--gateway", gateway, "--wait"])
         #expect(await cli.waitForExit(timeout: .seconds(120)) == 0, "\(cli.stderr)")
         #expect(cli.stderr.contains("prepared 1 of 1 objects"), "\(cli.stderr)")

@@ -17,10 +17,10 @@ struct PrepareMessageTests {
     }
 
     @Test func aWholePrepareGoesInSeveralMessagesInOrder() {
-        // 25,000 objects, each with a 300-byte token: over both the count and the size bound.
-        let all = refs(25_000, query: 300)
+        // 11,000 objects, each with a 300-byte token: over both the count and the size bound.
+        let all = refs(11_000, query: 300)
         let messages = SwarmMessage.prepares(all, whole: true)
-        #expect(messages.count > 2)
+        #expect(messages.count >= 2)
         #expect(messages.allSatisfy { $0.json.utf8.count <= SwarmMessage.maxTrackerMessageSize && $0.count <= SwarmMessage.maxPrepareRefs })
         #expect(messages.allSatisfy { SwarmMessage(json: $0.json)?.whole == true })
         let sent = decoded(messages)
@@ -29,7 +29,7 @@ struct PrepareMessageTests {
     }
 
     @Test func aReadAheadListIsCutToItsFirstMessage() {
-        let all = refs(25_000)
+        let all = refs(12_000)
         let messages = SwarmMessage.prepares(all, whole: false)
         #expect(messages.count == 1)
         #expect(decoded(messages)[0].map(\.url) == all.prefix(SwarmMessage.maxPrepareRefs).map(\.url))
