@@ -50,9 +50,9 @@ public struct GatewayServer: Sendable {
             readAhead: c.readAhead, logger: logger, onBadPiece: { stats.countPieceFailure() },
             onFallback: { reason in TrafficStats.FallbackReason(rawValue: reason.rawValue).map(stats.countFallback) })
         services.append(node.prepareQueue)
-        let peerID = try Self.peerID(cacheDirectory: c.cacheDirectory)
+        let peerID = try PeerID(cacheDirectory: c.cacheDirectory)
         let responder = GatewayResponder(
-            configuration: c, origin: origin, node: node, identity: SwarmIdentity(peerID: peerID, secret: credentials.secret),
+            configuration: c, origin: origin, node: node, identity: SwarmIdentity(peer: peerID, secret: credentials.secret),
             stats: stats, logger: logger)
         // Without --tracker the node is its own tracker; with it, it logs in there.
         var embedded: SwarmTracker?
@@ -66,7 +66,7 @@ public struct GatewayServer: Sendable {
             node.attach(link)
             services.append(link)
         } else {
-            let host = LocalRegistryHost(node: node, seedPeerID: peerID, wait: c.originIdleTimeout, publicURL: { responder.currentPublicURL })
+            let host = LocalRegistryHost(node: node, seedPeerID: peerID.current, wait: c.originIdleTimeout, publicURL: { responder.currentPublicURL })
             let tracker = SwarmTracker(
                 appID: credentials.appID, secret: credentials.secret, messagesPerSecond: c.nodeMessageRate, host: host, logger: logger)
             // Weak: the tracker holds the node (its host), which holds these.
@@ -97,18 +97,6 @@ public struct GatewayServer: Sendable {
             do { try node.store.flush() } catch { logger.error("piece index not written at stop", metadata: ["error": "\(error)"]) }
         }
         try await group.run()
-    }
-
-    /// This node's peer id: made once and kept in the cache folder, so a restart is the same peer.
-    static func peerID(cacheDirectory: String) throws -> String {
-        let file = cacheDirectory + "/peer-id"
-        if let id = try? String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), !id.isEmpty {
-            return id
-        }
-        try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
-        let id = "node-" + UUID().uuidString.lowercased().prefix(13)
-        try Data(id.utf8).write(to: URL(fileURLWithPath: file), options: .atomic)
-        return id
     }
 
     /// A port on 127.0.0.1 that nothing listens on right now.

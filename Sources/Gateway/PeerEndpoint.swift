@@ -34,11 +34,13 @@ extension GatewayResponder {
 /// Who this node is in the swarm: its peer id and the app secret that piece tokens are
 /// checked with.
 public struct SwarmIdentity: Sendable {
-    public var peerID: String
+    public var peer: PeerID
     public var secret: String
+    /// The id now: a clash at login renews it (`TrackerLink`).
+    public var peerID: String { peer.current }
 
-    public init(peerID: String, secret: String) {
-        self.peerID = peerID
+    public init(peer: PeerID, secret: String) {
+        self.peer = peer
         self.secret = secret
     }
 }

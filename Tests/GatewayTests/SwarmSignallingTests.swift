@@ -183,6 +183,50 @@ final class SwarmSignallingTests {
         #expect(await b.waitForExit(timeout: .seconds(5)) == 0, "a node stops its tracker link on SIGTERM")
     }
 
+    /// A cache folder copied to a second node (a cloned machine image) carries the first
+    /// node's peer id, and the tracker refuses a second login with it from another URL. The
+    /// copy takes a new id, keeps it, and joins the swarm: it is listed beside the first and
+    /// takes pieces from the swarm with the tokens issued to its new id. (It stayed out for
+    /// good, refused at every reconnect.)
+    @Test func aNodeOnACopiedCacheFolderTakesANewPeerIDAndJoinsTheSwarm() async throws {
+        let (origin, originPort) = try Live.objectOrigin()
+        defer { origin.stop() }
+        let (t, trackerPort) = try tracker(allowOrigin: originPort)
+        defer { t.stop() }
+        let arguments = [
+            "--allow-origin", "127.0.0.1:\(originPort)", "--tracker", "ws://127.0.0.1:\(trackerPort)/swarm/v1/ws",
+            "--app-secret-file", secretFile, "--piece-size", "64KiB",
+        ]
+        func peerID(_ cache: String) throws -> String {
+            try String(contentsOfFile: cache + "/peer-id", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let cacheA = Live.cacheFolder()
+        let (a, aport) = try Live.gateway(arguments, cache: cacheA)
+        defer { a.stop() }
+        try await Live.waitForLogins(a, 1)
+        let path = "/obj/cloned.ts?size=300000"
+        let fromA = try await Live.whenReady("http://127.0.0.1:\(aport)/hls.vod.p2p.com/127.0.0.1:\(originPort)\(path)")
+        let first = try peerID(cacheA)
+
+        let cacheB = Live.cacheFolder()
+        try FileManager.default.createDirectory(atPath: cacheB, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: cacheA + "/peer-id", toPath: cacheB + "/peer-id")
+        let (b, bport) = try Live.gateway(arguments, cache: cacheB)
+        defer { b.stop() }
+        try await Live.waitForLogins(b, 1)
+        #expect(b.stderr.contains("takes a new id"), "\(b.stderr)")
+        let second = try peerID(cacheB)
+        #expect(second != first && second.hasPrefix("node-"), "the copy keeps its new id")
+        #expect(try peerID(cacheA) == first, "the first node keeps its id")
+        #expect(Set(try await peers(trackerPort)) == [first, second])
+        #expect(a.stderr.components(separatedBy: "logged in to the tracker").count == 2, "the first node's session went on")
+
+        let fromB = try await Live.whenReady("http://127.0.0.1:\(bport)/hls.vod.p2p.com/127.0.0.1:\(originPort)\(path)")
+        #expect(fromB.status == 200 && fromB.body == fromA.body)
+        let stat = try JSONSerialization.jsonObject(with: try await HTTP.get("http://127.0.0.1:\(bport)/stat").body) as? [String: Any] ?? [:]
+        #expect(stat["p2pBytes"] as? Int == 300_000, "\(stat)")
+    }
+
     /// Before its login a connection is anyone's, so it costs the tracker little: a first
     /// message over 16 KiB closes it (1009) without a welcome, and a connection that sends
     /// nothing is closed after a heartbeat (10 s). A logged-in node still sends messages of

@@ -46,7 +46,6 @@ public final class SwarmNode: Sendable {
 
     struct SwarmState {
         var link: TrackerLink?
-        var peerID = ""
         /// Recent answers to wants, by object id.
         var peerLists: [String: (peers: [SwarmPeer], at: ContinuousClock.Instant)] = [:]
         /// Peers that sent a bad piece of an object: not asked for it again.
@@ -149,7 +148,6 @@ public final class SwarmNode: Sendable {
     public func attach(_ link: TrackerLink) {
         swarm.withLock { s in
             s.link = link
-            s.peerID = link.configuration.peerID
         }
         link.onReady { [weak self] ready in self?.told(ready) }
         link.onDropped { [weak self] id, copy in self?.dropCopy(id, copy: copy) }
@@ -428,7 +426,7 @@ public final class SwarmNode: Sendable {
         let started = ContinuousClock.now
         let peers = await peerList(key, link: link)
         guard !peers.isEmpty else { return .none(.noPeers) }
-        let me = swarm.withLock { $0.peerID }
+        let me = link.configuration.peerID.current
         let size = checksums.layout.size(of: index)
         // Pieces of one object spread over its holders.
         for n in 0..<peers.count {

@@ -13,7 +13,8 @@ public final class TrackerLink: Service, Sendable {
         public var url: String
         public var appID: String
         public var secret: String
-        public var peerID: String
+        /// Renewed when the tracker says another node logs in with it (a copied cache folder).
+        public var peerID: PeerID
         /// This node's public URL, where peers fetch pieces (asked at each login: it is known
         /// once the server is bound).
         public var publicURL: @Sendable () -> String
@@ -27,7 +28,7 @@ public final class TrackerLink: Service, Sendable {
         /// sent to the origin after that: a stuck tracker never holds playback up for long).
         public var quickChecksumTimeout: Duration = .seconds(1)
 
-        public init(url: String, appID: String, secret: String, peerID: String, publicURL: @escaping @Sendable () -> String) {
+        public init(url: String, appID: String, secret: String, peerID: PeerID, publicURL: @escaping @Sendable () -> String) {
             self.url = url
             self.appID = appID
             self.secret = secret
@@ -118,13 +119,17 @@ public final class TrackerLink: Service, Sendable {
                 // A message larger than a frame (16 KiB: a login's `have`, a long `prepare`)
                 // goes out as several, one message at a time so that no other comes between.
                 let send = SerialSender { text in try await outbound.writeTextMessage(text) }.send
-                try await send(SwarmMessage.login(LoginProof.sign(appID: c.appID, peerID: c.peerID, secret: c.secret), url: c.publicURL()).json)
+                try await send(SwarmMessage.login(LoginProof.sign(appID: c.appID, peerID: c.peerID.current, secret: c.secret), url: c.publicURL()).json)
                 // Checksums of a 4 GiB object in 256 KiB pieces are about 1.1 MB of JSON.
                 var messages = inbound.messages(maxSize: 8 << 20).makeAsyncIterator()
                 guard case .text(let first)? = try await messages.next(), let welcome = SwarmMessage(json: first) else { return }
                 guard welcome.type == "welcome" else {
                     box.withLock { $0 = "refused: \(welcome.reason ?? "?")" }
-                    self.logger.error("tracker refused the login", metadata: ["reason": "\(welcome.reason ?? "?")"])
+                    if welcome.reason == LoginRefusal.peerInUse.rawValue {
+                        self.renewPeerID()
+                    } else {
+                        self.logger.error("tracker refused the login", metadata: ["reason": "\(welcome.reason ?? "?")"])
+                    }
                     return
                 }
                 self.state.withLock { s in
@@ -157,6 +162,20 @@ public final class TrackerLink: Service, Sendable {
             box.withLock { $0 = "\(error)" }
         }
         return box.withLock { $0 }
+    }
+
+    /// Another node is logged in with this node's id from another URL: its cache folder was
+    /// copied from this one (or this one's from it). This node takes a new id for the next
+    /// login, so both are in the swarm; the pieces it holds are announced under the new id.
+    private func renewPeerID() {
+        let old = configuration.peerID.current
+        let (new, notKept) = configuration.peerID.renew()
+        logger.warning(
+            "another node logs in with this node's peer id (a copied cache folder?); this one takes a new id",
+            metadata: ["old": "\(old)", "new": "\(new)", "file": "\(configuration.peerID.file)"])
+        if let notKept {
+            logger.error("the new peer id could not be written; a restart takes the old one again", metadata: ["error": "\(notKept)"])
+        }
     }
 
     private func received(_ m: SwarmMessage) {
