@@ -67,11 +67,18 @@ struct ProxyURLTests {
             }
             if !agree { disagreements.append(bytes) }
         }
+        // Every byte in neither set, in turn; then one byte changed to each byte of the sets
+        // and to their neighbours, which are in neither (`!`, `=`, `|`, `~`, ...).
+        let safe = (UInt8(0x21)...0x7E).filter { !URLBytes.isUnsafeInPath($0) }
         for length in 0...40 {
-            let clean = (0..<length).map { UInt8(0x21 + $0 % 0x5E) }  // every printable byte in turn
+            let clean = (0..<length).map { safe[$0 % safe.count] }
             check(clean)
+            #expect(clean.withUnsafeBufferPointer(URLBytes.pathSetFree), "\(clean)")
             for at in 0..<length {
-                for odd: UInt8 in [0x00, 0x20, 0x22, 0x3C, 0x60, 0x7B, 0x7D, 0x7F, 0x80, 0xFF] {
+                for odd: UInt8 in [
+                    0x00, 0x09, 0x1F, 0x20, 0x21, 0x22, 0x23, 0x3B, 0x3C, 0x3D, 0x3E, 0x3F, 0x5F, 0x60, 0x61, 0x7A, 0x7B, 0x7C, 0x7D,
+                    0x7E, 0x7F, 0x80, 0xC3, 0xFF,
+                ] {
                     var bytes = clean
                     bytes[at] = odd
                     check(bytes)

@@ -96,6 +96,9 @@ struct HLSRewriteRun {
     /// Input before this index has been copied to `out`.
     var copied = 0
     var line = 0
+    /// Whether the line being processed is printable ASCII and spaces only (no tab, no byte
+    /// from 0x80), as its scan found: its URIs' queries then need no check of their own.
+    var linePrintable = true
 
     var sawHeader = false
     /// A playlist with any master-only tag is a master; stray media tags in it (a
@@ -141,6 +144,7 @@ struct HLSRewriteRun {
             // Find the end of the line, validating every byte on the way.
             var j = i
             var contentEnd = -1
+            linePrintable = true
             while j < count {
                 j = Self.skipPlainASCII(b, from: j)
                 guard j < count else { break }
@@ -150,12 +154,14 @@ struct HLSRewriteRun {
                 } else if c == ASCII.lf {
                     break
                 } else if c == ASCII.tab {
+                    linePrintable = false
                     j += 1
                 } else if c == ASCII.cr && j + 1 < count && b[j + 1] == ASCII.lf {
                     contentEnd = j
                     j += 1
                     break
                 } else if c >= 0x80 {
+                    linePrintable = false
                     j = try validateUTF8(at: j)
                 } else {
                     throw ManifestError(.controlByte, line: line, "control byte 0x\(String(c, radix: 16)) in the playlist")
@@ -495,10 +501,10 @@ struct HLSRewriteRun {
             // playlist grow into gigabytes (a 1 MiB value used 700 times).
             try addVariableBytes(max(0, expanded.count - raw.count))
             try expanded.withUnsafeBufferPointer { (ref) throws(ManifestError) in
-                try rewriteURI(ref, replacing: range, role: role)
+                try rewriteURI(ref, replacing: range, role: role, printable: false)
             }
         } else {
-            try rewriteURI(raw, replacing: range, role: role)
+            try rewriteURI(raw, replacing: range, role: role, printable: linePrintable)
         }
     }
 
@@ -525,16 +531,18 @@ struct HLSRewriteRun {
     }
 
     /// Writes the proxy (or origin) URL for `ref` in place of the input bytes in `range`.
-    mutating func rewriteURI(_ ref: ByteView, replacing range: Range<Int>, role: HLSReference.Role) throws(ManifestError) {
+    /// `printable`: `ref`'s bytes are printable ASCII or spaces (`linePrintable`).
+    mutating func rewriteURI(_ ref: ByteView, replacing range: Range<Int>, role: HLSReference.Role, printable: Bool) throws(ManifestError) {
         if ref.isEmpty {
             throw ManifestError(.emptyURI, line: line, "empty URI")
         }
-        let target: ResolvedTarget
+        var target: ResolvedTarget
         do {
             switch try base.resolve(ref) {
             case .other: return
             case .http(let t): target = t
             }
+            if printable { target.printable = ref }
             out.append(contentsOf: input.view(copied..<range.lowerBound))
             let isKey = role == .key || role == .sessionKey
             if isKey && r.options.keyURIs == .origin {
