@@ -120,35 +120,26 @@ public enum URLBytes {
     }
 
     /// Whether no byte of `bytes` is in the path set: eight bytes at a time (`pathSetHits`).
-    static func pathSetFree(_ bytes: ByteView) -> Bool {
-        guard let base = bytes.baseAddress else { return true }
-        guard bytes.count >= 8 else { return !bytes.contains(where: isUnsafeInPath) }
-        let raw = UnsafeRawPointer(base)
-        var i = 0
-        var hits: UInt64 = 0
-        while i + 8 <= bytes.count {
-            hits |= pathSetHits(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self))
-            i += 8
-        }
-        // The last bytes in a word that overlaps the one before.
-        hits |= pathSetHits(raw.loadUnaligned(fromByteOffset: bytes.count - 8, as: UInt64.self))
-        return hits == 0
-    }
+    static func pathSetFree(_ bytes: ByteView) -> Bool { setFree(bytes, pathSetHits, isUnsafeInPath) }
 
     /// Whether no byte of `bytes` is in the query set, as `pathSetFree`.
-    static func querySetFree(_ bytes: ByteView) -> Bool {
+    static func querySetFree(_ bytes: ByteView) -> Bool { setFree(bytes, querySetHits, isUnsafeInQuery) }
+
+    /// Whether `hits` finds none of a set's bytes in any word of `bytes`, the last one
+    /// overlapping the word before (`unsafe` for fewer than eight bytes).
+    @inline(__always)
+    static func setFree(_ bytes: ByteView, _ hits: (UInt64) -> UInt64, _ unsafe: (UInt8) -> Bool) -> Bool {
         guard let base = bytes.baseAddress else { return true }
-        guard bytes.count >= 8 else { return !bytes.contains(where: isUnsafeInQuery) }
+        guard bytes.count >= 8 else { return !bytes.contains(where: unsafe) }
         let raw = UnsafeRawPointer(base)
         var i = 0
-        var hits: UInt64 = 0
+        var found: UInt64 = 0
         while i + 8 <= bytes.count {
-            hits |= querySetHits(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+            found |= hits(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self))
             i += 8
         }
-        // The last bytes in a word that overlaps the one before.
-        hits |= querySetHits(raw.loadUnaligned(fromByteOffset: bytes.count - 8, as: UInt64.self))
-        return hits == 0
+        found |= hits(raw.loadUnaligned(fromByteOffset: bytes.count - 8, as: UInt64.self))
+        return found == 0
     }
 
     static let ones: UInt64 = 0x0101_0101_0101_0101
