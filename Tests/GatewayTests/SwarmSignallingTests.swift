@@ -184,10 +184,11 @@ final class SwarmSignallingTests {
     }
 
     /// A cache folder copied to a second node (a cloned machine image) carries the first
-    /// node's peer id, and the tracker refuses a second login with it from another URL. The
-    /// copy takes a new id, keeps it, and joins the swarm: it is listed beside the first and
-    /// takes pieces from the swarm with the tokens issued to its new id. (It stayed out for
-    /// good, refused at every reconnect.)
+    /// node's peer id, and the tracker refuses a second login with it from another URL. Once
+    /// the first node's session is heard after that refusal (it asks the tracker for
+    /// checksums), the copy takes a new id, keeps it, and joins the swarm: it is listed beside
+    /// the first and takes pieces from the swarm with the tokens issued to its new id. (It
+    /// stayed out for good, refused at every reconnect.)
     @Test func aNodeOnACopiedCacheFolderTakesANewPeerIDAndJoinsTheSwarm() async throws {
         let (origin, originPort) = try Live.objectOrigin()
         defer { origin.stop() }
@@ -213,6 +214,9 @@ final class SwarmSignallingTests {
         try FileManager.default.copyItem(atPath: cacheA + "/peer-id", toPath: cacheB + "/peer-id")
         let (b, bport) = try Live.gateway(arguments, cache: cacheB)
         defer { b.stop() }
+        _ = try b.waitForStderr(#/(waiting to see) whether that session is this node's own/#)
+        // The first node is heard: its session is live, not the copy's own from before.
+        _ = try await Live.whenReady("http://127.0.0.1:\(aport)/hls.vod.p2p.com/127.0.0.1:\(originPort)/obj/other.ts?size=1000")
         try await Live.waitForLogins(b, 1)
         #expect(b.stderr.contains("takes a new id"), "\(b.stderr)")
         let second = try peerID(cacheB)
@@ -225,6 +229,71 @@ final class SwarmSignallingTests {
         #expect(fromB.status == 200 && fromB.body == fromA.body)
         let stat = try JSONSerialization.jsonObject(with: try await HTTP.get("http://127.0.0.1:\(bport)/stat").body) as? [String: Any] ?? [:]
         #expect(stat["p2pBytes"] as? Int == 300_000, "\(stat)")
+    }
+
+    /// The session that holds a node's id may be the node's own from before a restart at a new
+    /// address, its connection not known to be dead (here: the first node is stopped, silent,
+    /// with its connection open). The node started on a copy of its folder waits for that
+    /// session to go silent (three heartbeats) and logs in under the same id. The stopped node,
+    /// resumed, finds its id live elsewhere and takes a new one.
+    @Test func aSessionThatWentSilentKeepsItsIDForTheNodeThatComesBackAndALiveOneDoesNot() async throws {
+        let (t, trackerPort) = try tracker()
+        defer { t.stop() }
+        let arguments = ["--tracker", "ws://127.0.0.1:\(trackerPort)/swarm/v1/ws", "--app-secret-file", secretFile]
+        func peerID(_ cache: String) throws -> String {
+            try String(contentsOfFile: cache + "/peer-id", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let cacheA = Live.cacheFolder()
+        let (a, _) = try Live.gateway(arguments, cache: cacheA)
+        defer { a.stop() }
+        try await Live.waitForLogins(a, 1)
+        let id = try peerID(cacheA)
+        kill(a.process.processIdentifier, SIGSTOP)
+        defer { kill(a.process.processIdentifier, SIGCONT) }
+
+        let cacheB = Live.cacheFolder()
+        try FileManager.default.createDirectory(atPath: cacheB, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: cacheA + "/peer-id", toPath: cacheB + "/peer-id")
+        let (b, _) = try Live.gateway(arguments, cache: cacheB)
+        defer { b.stop() }
+        _ = try b.waitForStderr(#/(waiting to see) whether that session is this node's own/#)
+        // 30 s of silence, and backoff of up to 15 s between attempts.
+        let deadline = ContinuousClock.now + .seconds(75)
+        while b.stderr.components(separatedBy: "logged in to the tracker").count < 2 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(b.stderr.contains("logged in to the tracker"), "\(b.stderr)")
+        #expect(!b.stderr.contains("takes a new id"))
+        #expect(try peerID(cacheB) == id)
+        let listed = try await peers(trackerPort)
+        #expect(listed == [id])
+
+        kill(a.process.processIdentifier, SIGCONT)
+        // Its next ping ends its replaced session; refused, it waits for the other one to be
+        // heard (a ping every heartbeat, 10 s).
+        _ = try a.waitForStderr(#/(takes a new id)/#, timeout: .seconds(60))
+        try await Live.waitForLogins(a, 2)
+        let renewed = try peerID(cacheA)
+        #expect(renewed != id)
+        #expect(Set(try await peers(trackerPort)) == [id, renewed])
+    }
+
+    /// A node whose folder was copied from the node that runs its tracker carries the seed's
+    /// id: refused at once as in use, it takes a new one (it was let in as the seed).
+    @Test func aNodeOnACopyOfItsTrackersFolderTakesANewID() async throws {
+        let cacheT = Live.cacheFolder()
+        let (t, tport) = try Live.gateway(["--app-secret-file", secretFile], cache: cacheT)
+        defer { t.stop() }
+        let seed = try String(contentsOfFile: cacheT + "/peer-id", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let cacheB = Live.cacheFolder()
+        try FileManager.default.createDirectory(atPath: cacheB, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: cacheT + "/peer-id", toPath: cacheB + "/peer-id")
+        let (b, _) = try Live.gateway(["--tracker", "ws://127.0.0.1:\(tport)/swarm/v1/ws", "--app-secret-file", secretFile], cache: cacheB)
+        defer { b.stop() }
+        try await Live.waitForLogins(b, 1)
+        let renewed = try String(contentsOfFile: cacheB + "/peer-id", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(renewed != seed)
+        #expect(try await peers(tport) == [renewed])
     }
 
     /// Before its login a connection is anyone's, so it costs the tracker little: a first

@@ -66,12 +66,12 @@ struct HLSTagTests {
             "https://cdn.example.com/abs/%3Cx%3E.ts",
         ])
         // A query on a line of printable ASCII is searched for a space alone; one with a tab,
-        // or expanded from a variable, byte by byte.
+        // or expanded from a variable (here to a byte a space search would miss), byte by byte.
         let plain = try rewriteHLS(
-            "#EXTM3U\n#EXT-X-DEFINE:NAME=\"v\",VALUE=\"1 2\"\n#EXTINF:4,\na.ts?t=x y&u=1\n#EXTINF:4,\nb.ts?t=x\ty\n#EXTINF:4,\nc.ts?t={$v}\n",
+            "#EXTM3U\n#EXT-X-DEFINE:NAME=\"v\",VALUE=\"é\"\n#EXTINF:4,\na.ts?t=x y&u=1\n#EXTINF:4,\nb.ts?t=x\ty\n#EXTINF:4,\nc.ts?t={$v}\n",
             base: "https://cdn.example.com/v/index.m3u8")
         #expect(plain.references.map(\.origin.string) == [
-            "https://cdn.example.com/v/a.ts?t=x%20y&u=1", "https://cdn.example.com/v/b.ts?t=x%09y", "https://cdn.example.com/v/c.ts?t=1%202",
+            "https://cdn.example.com/v/a.ts?t=x%20y&u=1", "https://cdn.example.com/v/b.ts?t=x%09y", "https://cdn.example.com/v/c.ts?t=%C3%A9",
         ])
         #expect(String(decoding: plain.output, as: UTF8.self).contains("/v/a.ts?t=x%20y&u=1&xresid="))
         let origin = try OriginURL("http://cdn.example.com/a b/é.ts?x=y z")

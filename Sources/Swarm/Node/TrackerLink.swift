@@ -50,6 +50,9 @@ public final class TrackerLink: Service, Sendable {
         var ready: (@Sendable ([(ref: ObjectRef, answer: ChecksumAnswer, peers: [SwarmPeer])]) -> Void)?
         /// Where the copies the registry dropped go.
         var dropped: (@Sendable (_ objectID: String, _ copy: String) -> Void)?
+        /// When the tracker first refused this node's id as in use from another URL, since the
+        /// last login (`peerIDInUse`).
+        var inUseSince: ContinuousClock.Instant?
     }
 
     public let configuration: Configuration
@@ -126,7 +129,7 @@ public final class TrackerLink: Service, Sendable {
                 guard welcome.type == "welcome" else {
                     box.withLock { $0 = "refused: \(welcome.reason ?? "?")" }
                     if welcome.reason == LoginRefusal.peerInUse.rawValue {
-                        self.renewPeerID()
+                        self.peerIDInUse(heardAgo: welcome.heardAgo)
                     } else {
                         self.logger.error("tracker refused the login", metadata: ["reason": "\(welcome.reason ?? "?")"])
                     }
@@ -135,6 +138,7 @@ public final class TrackerLink: Service, Sendable {
                 self.state.withLock { s in
                     s.send = send
                     s.logins += 1
+                    s.inUseSince = nil
                 }
                 self.logger.info("logged in to the tracker", metadata: ["tracker": "\(c.url)"])
                 defer { self.disconnected() }
@@ -163,6 +167,37 @@ public final class TrackerLink: Service, Sendable {
         }
         return box.withLock { $0 }
     }
+
+    /// The tracker refused this node's id: a session from another URL holds it. That session
+    /// may be this node's own from before a restart at a new address, its connection not yet
+    /// known to be dead (a host that lost power): it goes silent, and the tracker lets this
+    /// node in under its id once it is. Or it is another node's, whose cache folder was copied
+    /// from this one's (a cloned image): it is heard again after this node's first refusal
+    /// (`heardAgo`), and this node takes a new id. A tracker that does not say when the
+    /// session was heard gets the new id after a minute of refusals.
+    private func peerIDInUse(heardAgo: Int?) {
+        let now = ContinuousClock.now
+        let renew = state.withLock { s -> Bool in
+            guard let since = s.inUseSince else {
+                s.inUseSince = now
+                return false
+            }
+            let otherIsAlive = heardAgo.map { now - .milliseconds($0) > since } ?? (now - since > Self.renewAfterRefusals)
+            if otherIsAlive { s.inUseSince = nil }
+            return otherIsAlive
+        }
+        if renew {
+            renewPeerID()
+        } else {
+            logger.warning(
+                "the tracker says this node's peer id is logged in from another URL; waiting to see whether that session is this node's own, from before a restart",
+                metadata: ["peer": "\(configuration.peerID.current)"])
+        }
+    }
+
+    /// How long a tracker that does not say when the other session was heard refuses a node's
+    /// id before the node takes a new one (past the three heartbeats it waits for a silent one).
+    static let renewAfterRefusals = Duration.seconds(60)
 
     /// Another node is logged in with this node's id from another URL: its cache folder was
     /// copied from this one (or this one's from it). This node takes a new id for the next

@@ -7,7 +7,7 @@ import Foundation
 /// |---|---|---|
 /// | `login` | node | `appId`, `peerId`, `ts`, `nonce`, `sig` (see `LoginProof`), `url` (the node's public URL) |
 /// | `welcome` | tracker | `heartbeat` (seconds between pings) |
-/// | `refused` | tracker | `reason`; the tracker then closes the connection |
+/// | `refused` | tracker | `reason`; for a peer id in use, `heardAgo`: milliseconds since the session holding it was last heard; the tracker then closes the connection |
 /// | `ping` / `pong` | node / tracker | |
 /// | `have` / `lost` | node | `objects`: object ids now held / no longer held |
 /// | `want` | node | `object`, `rid` |
@@ -29,6 +29,10 @@ public struct SwarmMessage: Codable, Sendable, Equatable {
     public var url: String?
     public var heartbeat: Int?
     public var reason: String?
+    /// A `refused` for a peer id in use: milliseconds since its session was last heard (0 for
+    /// the tracker's own seed). Heard again after a node's first refusal, that session is
+    /// another node's, not this node's own from before a restart.
+    public var heardAgo: Int?
     public var objects: [String]?
     public var object: String?
     public var rid: Int?

@@ -125,7 +125,10 @@ public final class SwarmTracker: Sendable {
         switch admit(login, connection: connection, send: send) {
         case .failure(let why):
             logger.warning("login refused", metadata: ["peer": "\(login.peerId ?? "?")", "reason": "\(why.rawValue)"])
-            try? await send(Self.refused(why.rawValue))
+            var refusal = SwarmMessage(type: "refused")
+            refusal.reason = why.rawValue
+            if why == .peerInUse, let peer = login.peerId { refusal.heardAgo = heardAgo(peer) }
+            try? await send(refusal.json)
             return why.rawValue
         case .success(let id):
             peer = id
@@ -238,6 +241,9 @@ public final class SwarmTracker: Sendable {
         }
         guard Self.isPeerURL(url) else { return .failure(.badURL) }
         if state.withLock({ $0.banned.contains(peer) }) { return .failure(.banned) }
+        // The seed's id (a node's cache folder copied from the node that runs this tracker)
+        // is always in use.
+        if let host, peer == host.seedPeerID { return .failure(.peerInUse) }
         let now = ContinuousClock.now
         return state.withLock { s -> Result<String, LoginRefusal> in
             // A node that logs in again replaces its old session, from the same URL. From
@@ -247,6 +253,13 @@ public final class SwarmTracker: Sendable {
             s.sessions[peer] = Session(url: url, connection: connection, lastSeen: now, send: send)
             return .success(peer)
         }
+    }
+
+    /// Milliseconds since the session of `peer` was last heard (0 for the seed, always live).
+    private func heardAgo(_ peer: String) -> Int {
+        if let host, peer == host.seedPeerID { return 0 }
+        guard let seen = state.withLock({ $0.sessions[peer]?.lastSeen }) else { return 0 }
+        return Int((ContinuousClock.now - seen).milliseconds)
     }
 
     private func leave(_ peer: String, connection: UInt64) {
