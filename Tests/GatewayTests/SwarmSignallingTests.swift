@@ -28,6 +28,19 @@ final class SwarmSignallingTests {
         return (p, Int(bound)!)
     }
 
+    /// The peer id kept in a node's cache folder.
+    static func peerID(_ cache: String) throws -> String {
+        try String(contentsOfFile: cache + "/peer-id", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// A new cache folder holding a copy of `cache`'s peer id, as a cloned image's would.
+    static func folderWithPeerID(of cache: String) throws -> String {
+        let copy = Live.cacheFolder()
+        try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: cache + "/peer-id", toPath: copy + "/peer-id")
+        return copy
+    }
+
     func peers(_ port: Int) async throws -> [String] {
         let r = try await HTTP.get("http://127.0.0.1:\(port)/peers")
         return (try JSONSerialization.jsonObject(with: r.body) as? [String: Any])?["peers"] as? [String] ?? []
@@ -142,7 +155,7 @@ final class SwarmSignallingTests {
         let path = "/obj/shared.ts?size=200000"
         _ = try await Live.whenReady("http://127.0.0.1:\(port)/hls.vod.p2p.com/127.0.0.1:\(originPort)\(path)")
         let want = try await HTTP.get("http://127.0.0.1:\(originPort)\(path)", headers: ["Range": "bytes=65536-131071"])
-        let holder = try String(contentsOfFile: cache + "/peer-id", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let holder = try Self.peerID(cache)
         let object = ObjectKey(xresid: XResIDs.derived("127.0.0.1:\(originPort)", "/obj/shared.ts"), host: "127.0.0.1:\(originPort)", path: "/obj/shared.ts").id
         let expiry = Int64(Date().timeIntervalSince1970) + 60
         let token = PieceToken(requester: "tester", holder: holder, objectID: object, expiry: expiry).encoded(secret: Self.secret)
@@ -198,20 +211,15 @@ final class SwarmSignallingTests {
             "--allow-origin", "127.0.0.1:\(originPort)", "--tracker", "ws://127.0.0.1:\(trackerPort)/swarm/v1/ws",
             "--app-secret-file", secretFile, "--piece-size", "64KiB",
         ]
-        func peerID(_ cache: String) throws -> String {
-            try String(contentsOfFile: cache + "/peer-id", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-        }
         let cacheA = Live.cacheFolder()
         let (a, aport) = try Live.gateway(arguments, cache: cacheA)
         defer { a.stop() }
         try await Live.waitForLogins(a, 1)
         let path = "/obj/cloned.ts?size=300000"
         let fromA = try await Live.whenReady("http://127.0.0.1:\(aport)/hls.vod.p2p.com/127.0.0.1:\(originPort)\(path)")
-        let first = try peerID(cacheA)
+        let first = try Self.peerID(cacheA)
 
-        let cacheB = Live.cacheFolder()
-        try FileManager.default.createDirectory(atPath: cacheB, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: cacheA + "/peer-id", toPath: cacheB + "/peer-id")
+        let cacheB = try Self.folderWithPeerID(of: cacheA)
         let (b, bport) = try Live.gateway(arguments, cache: cacheB)
         defer { b.stop() }
         _ = try b.waitForStderr(#/(waiting to see) whether that session is this node's own/#)
@@ -219,9 +227,9 @@ final class SwarmSignallingTests {
         _ = try await Live.whenReady("http://127.0.0.1:\(aport)/hls.vod.p2p.com/127.0.0.1:\(originPort)/obj/other.ts?size=1000")
         try await Live.waitForLogins(b, 1)
         #expect(b.stderr.contains("takes a new id"), "\(b.stderr)")
-        let second = try peerID(cacheB)
+        let second = try Self.peerID(cacheB)
         #expect(second != first && second.hasPrefix("node-"), "the copy keeps its new id")
-        #expect(try peerID(cacheA) == first, "the first node keeps its id")
+        #expect(try Self.peerID(cacheA) == first, "the first node keeps its id")
         #expect(Set(try await peers(trackerPort)) == [first, second])
         #expect(a.stderr.components(separatedBy: "logged in to the tracker").count == 2, "the first node's session went on")
 
@@ -240,20 +248,15 @@ final class SwarmSignallingTests {
         let (t, trackerPort) = try tracker()
         defer { t.stop() }
         let arguments = ["--tracker", "ws://127.0.0.1:\(trackerPort)/swarm/v1/ws", "--app-secret-file", secretFile]
-        func peerID(_ cache: String) throws -> String {
-            try String(contentsOfFile: cache + "/peer-id", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-        }
         let cacheA = Live.cacheFolder()
         let (a, _) = try Live.gateway(arguments, cache: cacheA)
         defer { a.stop() }
         try await Live.waitForLogins(a, 1)
-        let id = try peerID(cacheA)
+        let id = try Self.peerID(cacheA)
         kill(a.process.processIdentifier, SIGSTOP)
         defer { kill(a.process.processIdentifier, SIGCONT) }
 
-        let cacheB = Live.cacheFolder()
-        try FileManager.default.createDirectory(atPath: cacheB, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: cacheA + "/peer-id", toPath: cacheB + "/peer-id")
+        let cacheB = try Self.folderWithPeerID(of: cacheA)
         let (b, _) = try Live.gateway(arguments, cache: cacheB)
         defer { b.stop() }
         _ = try b.waitForStderr(#/(waiting to see) whether that session is this node's own/#)
@@ -264,7 +267,7 @@ final class SwarmSignallingTests {
         }
         #expect(b.stderr.contains("logged in to the tracker"), "\(b.stderr)")
         #expect(!b.stderr.contains("takes a new id"))
-        #expect(try peerID(cacheB) == id)
+        #expect(try Self.peerID(cacheB) == id)
         let listed = try await peers(trackerPort)
         #expect(listed == [id])
 
@@ -273,7 +276,7 @@ final class SwarmSignallingTests {
         // heard (a ping every heartbeat, 10 s).
         _ = try a.waitForStderr(#/(takes a new id)/#, timeout: .seconds(60))
         try await Live.waitForLogins(a, 2)
-        let renewed = try peerID(cacheA)
+        let renewed = try Self.peerID(cacheA)
         #expect(renewed != id)
         #expect(Set(try await peers(trackerPort)) == [id, renewed])
     }
@@ -284,14 +287,12 @@ final class SwarmSignallingTests {
         let cacheT = Live.cacheFolder()
         let (t, tport) = try Live.gateway(["--app-secret-file", secretFile], cache: cacheT)
         defer { t.stop() }
-        let seed = try String(contentsOfFile: cacheT + "/peer-id", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-        let cacheB = Live.cacheFolder()
-        try FileManager.default.createDirectory(atPath: cacheB, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: cacheT + "/peer-id", toPath: cacheB + "/peer-id")
+        let seed = try Self.peerID(cacheT)
+        let cacheB = try Self.folderWithPeerID(of: cacheT)
         let (b, _) = try Live.gateway(["--tracker", "ws://127.0.0.1:\(tport)/swarm/v1/ws", "--app-secret-file", secretFile], cache: cacheB)
         defer { b.stop() }
         try await Live.waitForLogins(b, 1)
-        let renewed = try String(contentsOfFile: cacheB + "/peer-id", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let renewed = try Self.peerID(cacheB)
         #expect(renewed != seed)
         #expect(try await peers(tport) == [renewed])
     }
