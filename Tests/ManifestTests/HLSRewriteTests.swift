@@ -242,6 +242,14 @@ struct HLSStateTests {
         // too, finds no "{$b}" to expand again.
         #expect(out.contains("/vod/movie/%7B$b%7D.ts?xresid=s1&xhttps=1\n"))
         #expect(!out.contains("/vod/movie/x.ts"))
+        // In a query too: its "{" is encoded (a "}" alone starts no reference), and the
+        // reference's origin URL, which read-ahead fetches, is the URL the player will ask for.
+        // A "{" the line itself holds, with no variable on it, stays as it was.
+        let r = try rewriteHLS("#EXTM3U\n#EXT-X-DEFINE:NAME=\"a\",VALUE=\"{$zz}\"\n#EXTINF:4,\ns.ts?q={$a}&r={x}\n#EXTINF:4,\nt.ts?r={x}\n")
+        let written = String(decoding: r.output, as: UTF8.self)
+        #expect(written.contains("/vod/movie/s.ts?q=%7B$zz}&r=%7Bx}&xresid=s1"), "\(written)")
+        #expect(written.contains("/vod/movie/t.ts?r={x}&xresid=s1"), "\(written)")
+        #expect(r.references.map(\.origin.query) == ["q=%7B$zz}&r=%7Bx}", "r={x}"])
     }
 
     @Test func variableErrorsAreNamed() {

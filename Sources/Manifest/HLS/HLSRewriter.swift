@@ -501,10 +501,10 @@ struct HLSRewriteRun {
             // playlist grow into gigabytes (a 1 MiB value used 700 times).
             try addVariableBytes(max(0, expanded.count - raw.count))
             try expanded.withUnsafeBufferPointer { (ref) throws(ManifestError) in
-                try rewriteURI(ref, replacing: range, role: role, printable: false)
+                try rewriteURI(ref, replacing: range, role: role, source: .expansion)
             }
         } else {
-            try rewriteURI(raw, replacing: range, role: role, printable: linePrintable)
+            try rewriteURI(raw, replacing: range, role: role, source: linePrintable ? .printableLine : .unknown)
         }
     }
 
@@ -531,8 +531,8 @@ struct HLSRewriteRun {
     }
 
     /// Writes the proxy (or origin) URL for `ref` in place of the input bytes in `range`.
-    /// `printable`: `ref`'s bytes are printable ASCII or spaces (`linePrintable`).
-    mutating func rewriteURI(_ ref: ByteView, replacing range: Range<Int>, role: HLSReference.Role, printable: Bool) throws(ManifestError) {
+    /// `source`: what is known of `ref`'s bytes (`linePrintable`, or written by variables).
+    mutating func rewriteURI(_ ref: ByteView, replacing range: Range<Int>, role: HLSReference.Role, source: URLBytes.Source) throws(ManifestError) {
         if ref.isEmpty {
             throw ManifestError(.emptyURI, line: line, "empty URI")
         }
@@ -542,7 +542,8 @@ struct HLSRewriteRun {
             case .other: return
             case .http(let t): target = t
             }
-            if printable { target.printable = ref }
+            target.reference = ref
+            target.source = source
             out.append(contentsOf: input.view(copied..<range.lowerBound))
             let isKey = role == .key || role == .sessionKey
             if isKey && r.options.keyURIs == .origin {

@@ -50,7 +50,11 @@ public struct OriginURL: Hashable, Sendable, CustomStringConvertible {
             isHTTPS: t.isHTTPS,
             authority: String(decoding: t.authority, as: UTF8.self),
             path: String(decoding: path, as: UTF8.self),
-            query: t.query.map { URLBytes.string($0, query: true) })
+            query: t.query.map { q in
+                var out: [UInt8] = []
+                URLBytes.appendQuery(q, source: t.source(of: q), to: &out)
+                return String(decoding: out, as: UTF8.self)
+            })
     }
 
     /// The whole URL.

@@ -246,7 +246,7 @@ struct ProxyWriter: Sendable {
         out.append(ASCII.question)
         var ampersand = false
         if let q = t.query, !q.isEmpty {
-            URLBytes.appendQuery(q, printable: t.isPrintable(q), to: &out)
+            URLBytes.appendQuery(q, source: t.source(of: q), to: &out)
             ampersand = true
         }
         if !inherited.isEmpty {
@@ -280,7 +280,7 @@ struct ProxyWriter: Sendable {
         let missing = inherited.filter { e in !(t.query.map { QueryItems.contains(name: e.name, in: $0) } ?? false) }
         if hasQuery || !missing.isEmpty {
             out.append(ASCII.question)
-            if let q = t.query, hasQuery { URLBytes.appendQuery(q, printable: t.isPrintable(q), to: &out) }
+            if let q = t.query, hasQuery { URLBytes.appendQuery(q, source: t.source(of: q), to: &out) }
             for (i, e) in missing.enumerated() {
                 if hasQuery || i > 0 { out.append(ASCII.amp) }
                 out.append(contentsOf: e.item)

@@ -110,12 +110,30 @@ public enum URLBytes {
         if pathSetFree(bytes) { out.append(contentsOf: bytes) } else { encode(bytes, isUnsafeInPath, to: &out) }
     }
 
-    /// `appendQuery` for the rewriter's views, as `appendPath`. `printable`: every byte is known
-    /// to be printable ASCII or a space (a line the playlist scan found so), so only a space
-    /// can need encoding, and memchr finds one: a URI's query is most of its bytes.
+    /// What the HLS rewriter knows of a reference's bytes.
+    enum Source {
+        case unknown
+        /// Printable ASCII or spaces: a line the playlist scan found so.
+        case printableLine
+        /// Written by variable substitution.
+        case expansion
+    }
+
+    /// `appendQuery` for the rewriter's views, as `appendPath`. On a printable line only a
+    /// space can need encoding, and memchr finds one: a URI's query is most of its bytes. In a
+    /// query that variables wrote, a `{` is encoded too: the player reads the playlist's
+    /// defines and would expand a `{$x}` that a value held (RFC 8216bis substitutes once, and a
+    /// reference to a variable not defined fails the player's parse).
     @inline(__always)
-    static func appendQuery(_ bytes: ByteView, printable: Bool = false, to out: inout [UInt8]) {
-        let free = printable ? bytes.index(of: ASCII.space, from: 0) == bytes.count : querySetFree(bytes)
+    static func appendQuery(_ bytes: ByteView, source: Source = .unknown, to out: inout [UInt8]) {
+        let free: Bool
+        switch source {
+        case .unknown: free = querySetFree(bytes)
+        case .printableLine: free = bytes.index(of: ASCII.space, from: 0) == bytes.count
+        case .expansion:
+            append(bytes, encoding: { isUnsafeInQuery($0) || $0 == UInt8(ascii: "{") }, to: &out)
+            return
+        }
         if free { out.append(contentsOf: bytes) } else { encode(bytes, isUnsafeInQuery, to: &out) }
     }
 
@@ -289,14 +307,16 @@ struct ResolvedTarget {
     var normalizedPath: [UInt8]?
     var query: ByteView?
     var fragment: ByteView?
-    /// The reference's bytes when they are known to be printable ASCII or spaces (a playlist
-    /// line with no tab and no byte from 0x80, not expanded by variables); else empty.
-    var printable: ByteView = .empty
+    /// The reference's bytes, when the rewriter knows what they are (`source`); else empty.
+    var reference: ByteView = .empty
+    var source = URLBytes.Source.unknown
 
-    /// Whether `v` lies in `printable`.
-    func isPrintable(_ v: ByteView) -> Bool {
-        guard let start = printable.baseAddress, let p = v.baseAddress else { return false }
-        return p >= start && p + v.count <= start + printable.count
+    /// What is known of `v`'s bytes: the reference's `source` if `v` lies in it (a query may
+    /// come from the base URL instead).
+    func source(of v: ByteView) -> URLBytes.Source {
+        guard let start = reference.baseAddress, let p = v.baseAddress, p >= start, p + v.count <= start + reference.count
+        else { return .unknown }
+        return source
     }
 
     /// Writes the path as players ask for it (`URLBytes`).
