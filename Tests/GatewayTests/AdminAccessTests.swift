@@ -37,11 +37,11 @@ struct AdminAccessTests {
     /// refused, the right one taken, and `swarmgate prepare` sends it from its file or
     /// `SWARMGATE_ADMIN_TOKEN`. The players' endpoints answer without it.
     @Test func aGatewayWithATokenAsksEveryCallerForIt() async throws {
-        let (origin, originPort) = try Live.objectOrigin()
+        let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }
         let tokenFile = Scratch.path("admin-token")
         try "tok-42\n".write(toFile: tokenFile, atomically: true, encoding: .utf8)
-        let (g, port) = try Live.gateway(["--allow-origin", "127.0.0.1:\(originPort)", "--admin-token-file", tokenFile])
+        let (g, port) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(originPort)", "--admin-token-file", tokenFile])
         defer { g.stop() }
         let base = "http://127.0.0.1:\(port)"
         let body = "{\"url\":\"http://127.0.0.1:\(originPort)/obj/admin.ts?size=1000\"}"
@@ -68,7 +68,7 @@ struct AdminAccessTests {
     /// token (or, without one, a caller from another host) ends the wait at once, saying what
     /// to do, instead of asking again for 30 s.
     @Test func aWaitTheTrackerRefusesEndsAtOnce() async throws {
-        let (origin, originPort) = try Live.objectOrigin()
+        let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }
         let secret = Scratch.path("admin-app-secret"), nodeToken = Scratch.path("admin-node-token"), trackerToken = Scratch.path("admin-tracker-token")
         try "admin-test-secret\n".write(toFile: secret, atomically: true, encoding: .utf8)
@@ -80,8 +80,8 @@ struct AdminAccessTests {
             "--allow-origin", "127.0.0.1:\(originPort)", "--admin-token-file", trackerToken,
         ])
         defer { t.stop() }
-        let trackerPort = Int(try t.waitForStderr(#/listening on 127\.0\.0\.1:(\d+)/#))!
-        let (n, nodePort) = try Live.gateway([
+        let trackerPort = Int(try await t.waitForStderr(#/listening on 127\.0\.0\.1:(\d+)/#))!
+        let (n, nodePort) = try await Live.gateway([
             "--allow-origin", "127.0.0.1:\(originPort)", "--tracker", "ws://127.0.0.1:\(trackerPort)/swarm/v1/ws",
             "--app-secret-file", secret, "--admin-token-file", nodeToken,
         ])
@@ -93,7 +93,7 @@ struct AdminAccessTests {
             "--admin-token-file", nodeToken, "--wait",
         ])
         #expect(await cli.waitForExit(timeout: .seconds(60)) == 1)
-        let answer = cli.firstStdoutLine()  // the process has ended: its output is all there
+        let answer = await cli.firstStdoutLine()  // the process has ended: its output is all there
         #expect(answer.contains("\"queued\":1"), "the node took the prepare: \(answer)")
         #expect(cli.stderr.contains("answered 401") && cli.stderr.contains("--admin-token-file"), "\(cli.stderr)")
         #expect(ContinuousClock.now - started < .seconds(25), "it did not wait out its 30 s of patience")
@@ -107,7 +107,7 @@ struct AdminAccessTests {
         let address = try #require(Self.nonLoopbackIPv4())
         let p = try LiveProcess(Live.binary, ["serve", "--listen", "0.0.0.0:0", "--cache-dir", Live.cacheFolder()])
         defer { p.stop() }
-        let port = Int(try p.waitForStderr(#/listening on 0\.0\.0\.0:(\d+)/#))!
+        let port = Int(try await p.waitForStderr(#/listening on 0\.0\.0\.0:(\d+)/#))!
         let remote = try await HTTP.get("http://\(address):\(port)/jobs")
         #expect(remote.status == 403 && remote.text.contains("loopback"), "\(remote.status) \(remote.text)")
         #expect(try await HTTP.get("http://\(address):\(port)/health").status == 200)

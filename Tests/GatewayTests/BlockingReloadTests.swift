@@ -14,12 +14,12 @@ struct BlockingReloadTests {
     /// distinct ones, more than the origin client's eight transfers per host, are all at the
     /// origin together, and the node's other requests to that host are answered meanwhile.
     @Test func parkedReloadsDoNotHoldUpOtherRequestsToTheirOrigin() async throws {
-        let (origin, originPort) = try Live.objectOrigin()
+        let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }
         let host = "127.0.0.1:\(originPort)"
         // The node waits 55 s for a reload (the origin holds one 60 s at most), past the time
         // a loaded host may take to park the ten and release them.
-        let (gateway, port) = try Live.gateway(["--allow-origin", host, "--origin-idle-timeout", "55"])
+        let (gateway, port) = try await Live.gateway(["--allow-origin", host, "--origin-idle-timeout", "55"])
         defer { gateway.stop() }
         let base = "http://127.0.0.1:\(port)/hls.vod.p2p.com/\(host)"
         let renditions = 10
@@ -72,10 +72,10 @@ struct BlockingReloadTests {
     /// origin answers at 32 s, with room for a loaded host); it gave up at 30 s with a 504
     /// whatever the target duration.
     @Test func aReloadOfAPlaylistWithLongSegmentsWaitsThreeTargetDurations() async throws {
-        let (origin, originPort) = try Live.objectOrigin()
+        let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }
         let host = "127.0.0.1:\(originPort)"
-        let (gateway, port) = try Live.gateway(["--allow-origin", host])
+        let (gateway, port) = try await Live.gateway(["--allow-origin", host])
         defer { gateway.stop() }
         let playlist = "http://127.0.0.1:\(port)/hls.vod.p2p.com/\(host)/live/long-target.m3u8?segments=6&first=3&parts=1&target=20"
         let first = try await HTTP.get(playlist)

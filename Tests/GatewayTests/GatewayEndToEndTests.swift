@@ -14,9 +14,9 @@ final class GatewayEndToEndTests {
     var originAuthority: String { "127.0.0.1:\(originPort)" }
     var samples: URL { Live.packageRoot.appendingPathComponent("samples") }
 
-    init() throws {
-        (origin, originPort) = try Live.origin(serving: Live.packageRoot.appendingPathComponent("samples"), token: Self.token)
-        (gateway, port) = try Live.gateway([
+    init() async throws {
+        (origin, originPort) = try await Live.origin(serving: Live.packageRoot.appendingPathComponent("samples"), token: Self.token)
+        (gateway, port) = try await Live.gateway([
             "--allow-origin", "127.0.0.1:\(originPort)", "--inherit-query", "token",
         ])
     }
@@ -127,11 +127,11 @@ final class GatewayEndToEndTests {
 
     /// `--allow-origin` given twice allows both hosts (it kept only the last).
     @Test func aRepeatedAllowOriginAddsUp() async throws {
-        let (first, firstPort) = try Live.objectOrigin()
+        let (first, firstPort) = try await Live.objectOrigin()
         defer { first.stop() }
-        let (second, secondPort) = try Live.objectOrigin()
+        let (second, secondPort) = try await Live.objectOrigin()
         defer { second.stop() }
-        let (g, port) = try Live.gateway(["--allow-origin", "127.0.0.1:\(firstPort)", "--allow-origin", "127.0.0.1:\(secondPort)"])
+        let (g, port) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(firstPort)", "--allow-origin", "127.0.0.1:\(secondPort)"])
         defer { g.stop() }
         for origin in [firstPort, secondPort] {
             let r = try await HTTP.get("http://127.0.0.1:\(port)/hls.vod.p2p.com/127.0.0.1:\(origin)/vod/both.m3u8?segments=2")

@@ -11,9 +11,9 @@ final class GatewayFaultTests {
     let gateway: LiveProcess
     let port: Int
 
-    init() throws {
-        (origin, originPort) = try Live.faultOrigin()
-        (gateway, port) = try Live.gateway([
+    init() async throws {
+        (origin, originPort) = try await Live.faultOrigin()
+        (gateway, port) = try await Live.gateway([
             "--allow-origin", "127.0.0.1:\(originPort)", "--origin-idle-timeout", "1.5", "--max-object-size", "1MiB",
         ])
     }
@@ -81,7 +81,7 @@ final class GatewayFaultTests {
     /// The stop comes once the response's head has arrived (on a loaded host a fixed sleep
     /// could stop the gateway before it took the connection, which a stop then resets).
     @Test func gracefulShutdownFinishesTheResponseInFlight() async throws {
-        let (g, p) = try Live.gateway(["--allow-origin", "127.0.0.1:\(originPort)"])
+        let (g, p) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(originPort)"])
         defer { g.stop() }
         let fd = try HTTP.connectLoopback(port: p)
         defer { close(fd) }
@@ -126,9 +126,9 @@ final class GatewaySSRFTests {
     let gateway: LiveProcess
     let port: Int
 
-    init() throws {
-        (origin, originPort) = try Live.origin(serving: Live.packageRoot.appendingPathComponent("samples"), token: "t")
-        (gateway, port) = try Live.gateway([])
+    init() async throws {
+        (origin, originPort) = try await Live.origin(serving: Live.packageRoot.appendingPathComponent("samples"), token: "t")
+        (gateway, port) = try await Live.gateway([])
     }
 
     deinit {
@@ -157,9 +157,9 @@ final class GatewaySSRFTests {
 @Suite("Gateway: redirects to private addresses", .serialized)
 final class GatewayRedirectSSRFTests {
     @Test func anAllowedOriginRedirectingToLoopbackIsRefused() async throws {
-        let (fault, faultPort) = try Live.faultOrigin()
-        let (victim, victimPort) = try Live.origin(serving: Live.packageRoot.appendingPathComponent("samples"), token: "t")
-        let (g, p) = try Live.gateway(["--allow-origin", "127.0.0.1:\(faultPort)"])
+        let (fault, faultPort) = try await Live.faultOrigin()
+        let (victim, victimPort) = try await Live.origin(serving: Live.packageRoot.appendingPathComponent("samples"), token: "t")
+        let (g, p) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(faultPort)"])
         defer {
             g.stop()
             fault.stop()

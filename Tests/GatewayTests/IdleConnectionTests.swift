@@ -10,15 +10,15 @@ import TestScratch
 @Suite("Idle connections")
 struct IdleConnectionTests {
     @Test func silentHalfSentAndFinishedConnectionsAreClosedAfterAMinute() async throws {
-        let (origin, originPort) = try Live.objectOrigin()
+        let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }
         // A gateway with its embedded tracker (WebSocket upgrades), and a node without one.
-        let (g, port) = try Live.gateway(["--allow-origin", "127.0.0.1:\(originPort)"])
+        let (g, port) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(originPort)"])
         defer { g.stop() }
         // (It cannot log in there, with a secret of its own: no matter here.)
         let secret = Scratch.path("idle-secret")
         try "idle-test-secret\n".write(toFile: secret, atomically: true, encoding: .utf8)
-        let (n, nodePort) = try Live.gateway([
+        let (n, nodePort) = try await Live.gateway([
             "--allow-origin", "127.0.0.1:\(originPort)", "--tracker", "ws://127.0.0.1:\(port)/swarm/v1/ws", "--app-secret-file", secret,
         ])
         defer { n.stop() }

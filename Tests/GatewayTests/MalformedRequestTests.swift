@@ -25,7 +25,7 @@ struct MalformedRequestTests {
     /// An upgrade request that comes with a body fails its upgrade: the connection is closed
     /// at once (it was left open, with nothing reading it).
     @Test func anUpgradeRequestWithABodyIsClosed() async throws {
-        let (g, port) = try Live.gateway([])
+        let (g, port) = try await Live.gateway([])
         defer { g.stop() }
         let (_, closed) = try await RawConnection.exchange(port: port, send: Array((Self.upgradeHead(extra: "Content-Length: 1\r\n") + "x").utf8), within: .seconds(10))
         #expect(closed != nil, "not closed within 10 s")
@@ -33,11 +33,11 @@ struct MalformedRequestTests {
     }
 
     @Test func malformedRequestsAreAnswered400AndClosedAtOnce() async throws {
-        let (g, port) = try Live.gateway([])
+        let (g, port) = try await Live.gateway([])
         defer { g.stop() }
         let secret = Scratch.path("malformed-secret")
         try "malformed-test-secret\n".write(toFile: secret, atomically: true, encoding: .utf8)
-        let (n, nodePort) = try Live.gateway(["--tracker", "ws://127.0.0.1:\(port)/swarm/v1/ws", "--app-secret-file", secret])
+        let (n, nodePort) = try await Live.gateway(["--tracker", "ws://127.0.0.1:\(port)/swarm/v1/ws", "--app-secret-file", secret])
         defer { n.stop() }
         for (kind, p) in [("with its tracker", port), ("without", nodePort)] {
             for (name, bytes) in Self.malformed {

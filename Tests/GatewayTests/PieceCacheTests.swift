@@ -12,14 +12,14 @@ final class PieceCacheTests {
     let originPort: Int
     var originBase: String { "http://127.0.0.1:\(originPort)" }
 
-    init() throws {
-        (origin, originPort) = try Live.objectOrigin()
+    init() async throws {
+        (origin, originPort) = try await Live.objectOrigin()
     }
 
     deinit { origin.stop() }
 
-    func gateway(cache: String = Live.cacheFolder(), _ extra: [String] = []) throws -> (LiveProcess, Int) {
-        try Live.gateway(["--allow-origin", "127.0.0.1:\(originPort)", "--piece-size", "64KiB"] + extra, cache: cache)
+    func gateway(cache: String = Live.cacheFolder(), _ extra: [String] = []) async throws -> (LiveProcess, Int) {
+        try await Live.gateway(["--allow-origin", "127.0.0.1:\(originPort)", "--piece-size", "64KiB"] + extra, cache: cache)
     }
 
     func proxied(_ port: Int, _ path: String, vhost: String = "hls.vod.p2p.com") -> String {
@@ -45,7 +45,7 @@ final class PieceCacheTests {
     }
 
     @Test func firstSightIs302ToTheOriginThenReadyObjectsAreServedFromPieces() async throws {
-        let (g, port) = try gateway()
+        let (g, port) = try await gateway()
         defer { g.stop() }
         let path = "/obj/first.ts?size=300000&token=abc"
         let url = proxied(port, path) + "&xresid=stream-1"
@@ -86,7 +86,7 @@ final class PieceCacheTests {
     @Test func aByteFlippedOnDiskIsNeverServedAndThePieceIsFetchedAgain() async throws {
         let cache = Live.cacheFolder()
         // No memory tier: every read comes from disk and is verified there.
-        let (g, port) = try gateway(cache: cache, ["--memory-cache-size", "0"])
+        let (g, port) = try await gateway(cache: cache, ["--memory-cache-size", "0"])
         defer { g.stop() }
         let path = "/obj/flip.ts?size=200000"
         let url = proxied(port, path)
@@ -108,7 +108,7 @@ final class PieceCacheTests {
     /// comes whole rather than cut short.
     @Test func aPieceWhoseOriginTransferIsResetIsAskedForAgain() async throws {
         let cache = Live.cacheFolder()
-        let (g, port) = try gateway(cache: cache, ["--memory-cache-size", "0"])
+        let (g, port) = try await gateway(cache: cache, ["--memory-cache-size", "0"])
         defer { g.stop() }
         _ = try await Live.whenReady(proxied(port, "/obj/cutshort.ts?size=400000"))
         try flipByte(at: 280_000, inTheOnlyObjectOf: cache)
@@ -126,7 +126,7 @@ final class PieceCacheTests {
     /// strong ETag or its Last-Modified; else the whole object comes (RFC 9110 13.1.5), so a
     /// client resuming a download of an older copy does not splice two.
     @Test func aRangeUnderAnIfRangeForAnotherCopyGetsTheWholeObject() async throws {
-        let (g, port) = try gateway()
+        let (g, port) = try await gateway()
         defer { g.stop() }
         let url = proxied(port, "/obj/ifrange.ts?size=100000")
         let first = try await Live.whenReady(url)
@@ -143,7 +143,7 @@ final class PieceCacheTests {
     /// without a body: an If-None-Match naming its ETag (weakly, or among others) or `*`; else
     /// an If-Modified-Since no earlier than its Last-Modified. It got the whole object again.
     @Test func aClientThatHoldsTheCachedCopyIsAnswered304() async throws {
-        let (g, port) = try gateway()
+        let (g, port) = try await gateway()
         defer { g.stop() }
         let path = "/obj/inm.ts?size=100000"
         let first = try await Live.whenReady(proxied(port, path))
@@ -196,7 +196,7 @@ final class PieceCacheTests {
     @Test(arguments: ["bump=1", "shorter", "larger", "gone=1"])
     func anOriginCopyThatChangedSendsThePlayerThereAndTheNewCopyIsPrepared(change: String) async throws {
         let cache = Live.cacheFolder()
-        let (g, port) = try gateway(cache: cache, ["--memory-cache-size", "0"])
+        let (g, port) = try await gateway(cache: cache, ["--memory-cache-size", "0"])
         defer { g.stop() }
         let name = "renewed-\(change.prefix(5)).ts"
         let url = proxied(port, "/obj/\(name)?size=200000")
@@ -233,7 +233,7 @@ final class PieceCacheTests {
     /// prepared, not given a 502; and the origin is not asked again for each of them.
     @Test(arguments: ["size=300000", "size=100000&nolength=1"])
     func anObjectTheSwarmCannotTakeSendsItsPlayersToTheOrigin(query: String) async throws {
-        let (g, port) = try gateway(["--max-object-size", "200000"])
+        let (g, port) = try await gateway(["--max-object-size", "200000"])
         defer { g.stop() }
         let name = "untaken-\(query.count).ts"
         let path = "/obj/\(name)?\(query)"
@@ -251,7 +251,7 @@ final class PieceCacheTests {
 
     @Test func fiftyConcurrentRequestsForOneColdObjectMakeOneOriginTransfer() async throws {
         let cache = Live.cacheFolder()
-        var (g, port) = try gateway(cache: cache)
+        var (g, port) = try await gateway(cache: cache)
         let path = "/obj/crowd.ts?size=500000&throttle=1000000"
         let url = proxied(port, path)
         let first = try await withThrowingTaskGroup(of: Int.self) { group in
@@ -267,7 +267,7 @@ final class PieceCacheTests {
         g.stop()
         try FileManager.default.removeItem(atPath: cache + "/objects")
         try FileManager.default.removeItem(atPath: cache + "/index.sqlite")
-        (g, port) = try gateway(cache: cache)
+        (g, port) = try await gateway(cache: cache)
         defer { g.stop() }
         let want = try await direct(path)
         let again = proxied(port, path)
@@ -284,7 +284,7 @@ final class PieceCacheTests {
 
     @Test func killedDuringPreparationTheJobResumesWithIfRange() async throws {
         let cache = Live.cacheFolder()
-        var (g, port) = try gateway(cache: cache)
+        var (g, port) = try await gateway(cache: cache)
         let path = "/obj/slowprep.ts?size=1000000&throttle=300000"
         let url = proxied(port, path)
         #expect(try await HTTP.get(url).status == 302)
@@ -298,7 +298,7 @@ final class PieceCacheTests {
         try await Task.sleep(for: .milliseconds(1300))
         #expect(try await jobs(port).first?["state"] as? String == "running")
         g.stop(signal: SIGKILL)
-        (g, port) = try gateway(cache: cache)
+        (g, port) = try await gateway(cache: cache)
         defer { g.stop() }
         let whole = try await Live.whenReady(proxied(port, path))
         #expect(whole.body == (try await direct(path)))
@@ -310,7 +310,7 @@ final class PieceCacheTests {
 
     @Test func stoppedDuringPreparationTheJobResumesOnItsOwnAfterRestart() async throws {
         let cache = Live.cacheFolder()
-        var (g, port) = try gateway(cache: cache)
+        var (g, port) = try await gateway(cache: cache)
         let path = "/obj/stopprep.ts?size=1000000&throttle=300000"
         #expect(try await HTTP.get(proxied(port, path)).status == 302)
         let deadline = ContinuousClock.now + .seconds(20)
@@ -319,7 +319,7 @@ final class PieceCacheTests {
             try await Task.sleep(for: .milliseconds(50))
         }
         g.stop(signal: SIGTERM)
-        (g, port) = try gateway(cache: cache)
+        (g, port) = try await gateway(cache: cache)
         defer { g.stop() }
         // No request asks for it again: the job was queued, not failed, by the shutdown.
         var state: String?
@@ -338,7 +338,7 @@ final class PieceCacheTests {
 
     @Test func killedWhileServingNothingCorruptIsServedAfterRestart() async throws {
         let cache = Live.cacheFolder()
-        var (g, port) = try gateway(cache: cache)
+        var (g, port) = try await gateway(cache: cache)
         let path = "/obj/midserve.mp4?size=3000000"
         let url = proxied(port, path)
         _ = try await Live.whenReady(url, headers: ["Range": "bytes=0-0"])
@@ -346,7 +346,7 @@ final class PieceCacheTests {
         try await Task.sleep(for: .milliseconds(30))
         g.stop(signal: SIGKILL)
         _ = await reading.value
-        (g, port) = try gateway(cache: cache)
+        (g, port) = try await gateway(cache: cache)
         defer { g.stop() }
         let whole = try await HTTP.get(proxied(port, path))
         #expect(whole.status == 200)
@@ -355,7 +355,7 @@ final class PieceCacheTests {
 
     @Test func twiceTheCacheSizeOfObjectsStaysUnderTheBound() async throws {
         let cache = Live.cacheFolder()
-        let (g, port) = try gateway(cache: cache, ["--cache-size", "1MiB"])
+        let (g, port) = try await gateway(cache: cache, ["--cache-size", "1MiB"])
         defer { g.stop() }
         for i in 0..<8 {
             let path = "/obj/bound-\(i).ts?size=262144"
@@ -376,7 +376,7 @@ final class PieceCacheTests {
     /// the origin sends the object once. One that would not end in time is sent to the origin
     /// as soon as its progress says so, not at the deadline.
     @Test func awaitingPreparationAFirstRequestIsServedFromThePreparedCopy() async throws {
-        let (g, port) = try gateway(cache: Live.cacheFolder(), ["--await-preparation", "--peer-deadline", "3"])
+        let (g, port) = try await gateway(cache: Live.cacheFolder(), ["--await-preparation", "--peer-deadline", "3"])
         defer { g.stop() }
         let path = "/obj/awaited.ts?size=1000000"
         let r = try await HTTP.get(proxied(port, path))
@@ -422,7 +422,7 @@ final class PieceCacheTests {
     /// are still kept (before, nothing more was kept once the disk was full), and it keeps a
     /// reserve free, so the SQLite files beside the pieces never meet a full disk.
     @Test(.enabled(if: Live.canMountSmallDisks)) func aDiskThatFillsBeforeTheBoundMakesRoomByEvicting() async throws {
-        let (g, port, cache) = try Live.gatewayOnSmallDisk(
+        let (g, port, cache) = try await Live.gatewayOnSmallDisk(
             size: "4m", ["--allow-origin", "127.0.0.1:\(originPort)", "--piece-size", "64KiB", "--memory-cache-size", "0"])
         defer { g.stop() }
         let paths = (0..<20).map { "/obj/smalldisk-\($0).ts?size=400000" }  // 8 MB through a 4 MiB disk
@@ -451,7 +451,7 @@ final class PieceCacheTests {
     /// object is still served whole and correct (from the origin, by range), the store says
     /// once that the disk is full, the registry is still written, and the gateway stays up.
     @Test(.enabled(if: Live.canMountSmallDisks)) func aDiskFullOfOtherFilesStillServesCorrectBytes() async throws {
-        let (g, port, cache) = try Live.gatewayOnSmallDisk(
+        let (g, port, cache) = try await Live.gatewayOnSmallDisk(
             size: "1m", taken: 700, ["--allow-origin", "127.0.0.1:\(originPort)", "--piece-size", "64KiB", "--memory-cache-size", "0"])
         defer { g.stop() }
         try await expectServedWhole(port, (0..<4).map { "/obj/otherdisk-\($0).ts?size=300000" })
@@ -468,7 +468,7 @@ final class PieceCacheTests {
     /// failure is logged once (not once per object), and when the disk has room again the
     /// writes pass and say so.
     @Test(.enabled(if: Live.canMountSmallDisks)) func aDiskFilledToTheLastByteLogsEachFailureOnceAndRecovers() async throws {
-        let (g, port, cache) = try Live.gatewayOnSmallDisk(
+        let (g, port, cache) = try await Live.gatewayOnSmallDisk(
             size: "1m", ["--allow-origin", "127.0.0.1:\(originPort)", "--piece-size", "64KiB", "--memory-cache-size", "0"])
         defer { g.stop() }
         // Written through the gateway's own view of its disk (`/proc/PID/root`).
@@ -498,7 +498,7 @@ final class PieceCacheTests {
     }
 
     @Test func anETagChangeMidPreparationStartsOverInsteadOfMixingVersions() async throws {
-        let (g, port) = try gateway()
+        let (g, port) = try await gateway()
         defer { g.stop() }
         // The first transfer is reset at 200000 bytes, and the object changes right then.
         let path = "/obj/changing.ts?size=400000&resetafter=200000&bumpafter=200000"
@@ -511,7 +511,7 @@ final class PieceCacheTests {
     }
 
     @Test func anOriginWithoutValidatorsIsFetchedAgainFromTheStart() async throws {
-        let (g, port) = try gateway()
+        let (g, port) = try await gateway()
         defer { g.stop() }
         let path = "/obj/novalid.ts?size=400000&novalidators=1&resetafter=200000"
         let r = try await Live.whenReady(proxied(port, path))
@@ -522,7 +522,7 @@ final class PieceCacheTests {
     }
 
     @Test func atMostTheConfiguredNumberOfJobsRunAtOnce() async throws {
-        let (g, port) = try gateway(["--prepare-jobs", "2"])
+        let (g, port) = try await gateway(["--prepare-jobs", "2"])
         defer { g.stop() }
         let gateway = "http://127.0.0.1:\(port)"
         for i in 0..<5 {
@@ -543,7 +543,7 @@ final class PieceCacheTests {
     }
 
     @Test func aRedirectingOriginKeepsTheObjectsKey() async throws {
-        let (g, port) = try gateway()
+        let (g, port) = try await gateway()
         defer { g.stop() }
         let path = "/redirect/moved.ts?size=100000"
         let r = try await Live.whenReady(proxied(port, path))
@@ -558,7 +558,7 @@ final class PieceCacheTests {
         // A cache far smaller than the object: preparing it evicts as it goes, so the disk
         // holds at most the bound and not 2 GiB.
         let cache = Live.cacheFolder()
-        let (g, port) = try gateway(cache: cache, ["--piece-size", "1MiB", "--cache-size", "256MiB"])
+        let (g, port) = try await gateway(cache: cache, ["--piece-size", "1MiB", "--cache-size", "256MiB"])
         defer { g.stop() }
         let size: Int64 = 2 << 30
         let path = "/obj/big.bin?size=\(size)"
@@ -581,9 +581,9 @@ final class PieceCacheTests {
 
     @Test func playlistsAndKeysAreNeverRedirectedNorCached() async throws {
         let samples = Live.packageRoot.appendingPathComponent("samples")
-        let (o, oport) = try Live.origin(serving: samples, token: "t")
+        let (o, oport) = try await Live.origin(serving: samples, token: "t")
         defer { o.stop() }
-        let (g, port) = try Live.gateway(["--allow-origin", "127.0.0.1:\(oport)", "--key-uris", "proxy"])
+        let (g, port) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(oport)", "--key-uris", "proxy"])
         defer { g.stop() }
         let playlist = try await HTTP.get("http://127.0.0.1:\(port)/hls.vod.p2p.com/127.0.0.1:\(oport)/hls-aes/index.m3u8?token=t")
         #expect(playlist.status == 200)
@@ -625,7 +625,7 @@ final class PieceCacheTests {
     /// malformed one used to use up the playlist's claim for a minute, so the genuine
     /// players' read-ahead did not happen.
     @Test func aForgedRequestDoesNotTakeThePlaylistsReadAhead() async throws {
-        let (g, port) = try gateway(["--read-ahead", "20"])
+        let (g, port) = try await gateway(["--read-ahead", "20"])
         defer { g.stop() }
         let name = "forged-\(UUID().uuidString.prefix(8))"
         let playlist = proxied(port, "/vod/\(name).m3u8?segments=20&size=20000")
@@ -639,7 +639,7 @@ final class PieceCacheTests {
     }
 
     @Test func readAheadPreparesAWindowAheadOfThePlayerNotTheWholeVOD() async throws {
-        let (g, port) = try gateway(["--read-ahead", "20"])
+        let (g, port) = try await gateway(["--read-ahead", "20"])
         defer { g.stop() }
         let name = "window-\(UUID().uuidString.prefix(8))"
         let playlist = proxied(port, "/vod/\(name).m3u8?segments=100&size=20000")
@@ -670,7 +670,7 @@ final class PieceCacheTests {
     /// URL used to carry the raw bytes, so that read-ahead keyed and fetched another object
     /// than the player's percent-encoded request.
     @Test func segmentsNamedWithSpacesAndNonASCIIAreReadAheadUnderThePlayersURL() async throws {
-        let (g, port) = try gateway(["--read-ahead", "20"])
+        let (g, port) = try await gateway(["--read-ahead", "20"])
         defer { g.stop() }
         let id = UUID().uuidString.prefix(8)
         let encoded = "sp%20%C3%A9-\(id)"  // "sp é-ID"
@@ -695,7 +695,7 @@ final class PieceCacheTests {
     /// A static MPD is read ahead as a VOD playlist is, each Representation on its own: the
     /// requests of the one a player plays move its window; the others are not prepared.
     @Test func aStaticMPDIsReadAheadPerRepresentation() async throws {
-        let (g, port) = try gateway(["--read-ahead", "20"])
+        let (g, port) = try await gateway(["--read-ahead", "20"])
         defer { g.stop() }
         let name = "dash-\(UUID().uuidString.prefix(8))"
         let manifest = try await HTTP.get(proxied(port, "/dash/\(name).mpd?segments=100&size=20000"))
@@ -719,7 +719,7 @@ final class PieceCacheTests {
     /// 120 streams opening a 24-hour MPD once took a gateway to 4.6 GB and four minutes of
     /// CPU. Past the bound, a stream's MPD is answered as always, not read ahead, and counted.
     @Test func streamsOpeningALongMPDFasterThanItIsPlannedAreNotAllQueued() async throws {
-        let (g, port) = try gateway()
+        let (g, port) = try await gateway()
         defer { g.stop() }
         let name = "long-\(UUID().uuidString.prefix(8))"
         // 48 hours of 4 s segments in two Representations: 86,400 objects per stream.
@@ -741,7 +741,7 @@ final class PieceCacheTests {
     /// playlist's are, but only for the Representations its players play: the MPD lists them
     /// all. The tail is the newest segments within three of their durations of the live edge.
     @Test func aDynamicMPDsNewestSegmentsArePreparedForTheRepresentationsPlayed() async throws {
-        let (g, port) = try gateway()
+        let (g, port) = try await gateway()
         defer { g.stop() }
         let name = "dashlive-\(UUID().uuidString.prefix(8))"
         func mpd(first: Int) async throws -> HTTPResult {
@@ -774,7 +774,7 @@ final class PieceCacheTests {
     /// answered, its tail prepared without durations; the gateway goes on serving.
     @Test(arguments: ["nan", "inf", "-1"])
     func aLivePlaylistWithDurationsThatAreNotNumbersIsServed(duration: String) async throws {
-        let (g, port) = try gateway()
+        let (g, port) = try await gateway()
         defer { g.stop() }
         let list = try await HTTP.get(proxied(port, "/live/odd-\(duration).m3u8?segments=4&size=2000&duration=\(duration)"))
         #expect(list.status == 200)
@@ -786,7 +786,7 @@ final class PieceCacheTests {
     /// requests still move the read-ahead window on.
     @Test func readAheadGoesOnAfterTheGatewayRestarts() async throws {
         let cache = Live.cacheFolder()
-        var (g, port) = try gateway(cache: cache, ["--read-ahead", "20"])
+        var (g, port) = try await gateway(cache: cache, ["--read-ahead", "20"])
         let name = "restarted-\(UUID().uuidString.prefix(8))"
         let list = try await HTTP.get(proxied(port, "/vod/\(name).m3u8?segments=100&size=20000"))
         // The segments' paths on the gateway, which changes port when it restarts.
@@ -797,7 +797,7 @@ final class PieceCacheTests {
         #expect([200, 302].contains(try await HTTP.get("http://127.0.0.1:\(port)/\(paths[0])").status))
         #expect(try await settledJobSegments(port, name) == Set(0...5))
         g.stop()
-        (g, port) = try gateway(cache: cache, ["--read-ahead", "20"])
+        (g, port) = try await gateway(cache: cache, ["--read-ahead", "20"])
         defer { g.stop() }
         #expect([200, 302].contains(try await HTTP.get("http://127.0.0.1:\(port)/\(paths[10])").status))
         let after = try await settledJobSegments(port, name)
@@ -808,7 +808,7 @@ final class PieceCacheTests {
     /// the origin has it again, prepares it: an operator's prepare retries what failed, as
     /// read-ahead does not.
     @Test func aSecondPrepareRetriesWhatFailed() async throws {
-        let (g, port) = try gateway()
+        let (g, port) = try await gateway()
         defer { g.stop() }
         _ = try await HTTP.get(originBase + "/__version?name=retried/seg1.ts&gone=1")
         func prepare() async throws -> LiveProcess {
@@ -827,7 +827,7 @@ final class PieceCacheTests {
     /// A prepare of an object on a host the gateway may not fetch is refused at once (403,
     /// with the reason), not queued to fail: it was answered 202 and its job failed later.
     @Test func aPrepareForAHostNotAllowedIsRefusedAtOnce() async throws {
-        let (g, port) = try gateway()
+        let (g, port) = try await gateway()
         defer { g.stop() }
         for url in ["http://127.0.0.2:\(originPort)/obj/refused.ts?size=1000", "http://cdn.example.com/vod/refused.m3u8"] {
             let posted = try await HTTP.post("http://127.0.0.1:\(port)/prepare", json: "{\"url\":\"\(url)\"}")
@@ -842,7 +842,7 @@ final class PieceCacheTests {
     /// A playlist at a path without an extension is prepared as a playlist (the origin's
     /// answer tells), not kept as an object: it stays rewritten for each request.
     @Test func prepareOfAPlaylistWithoutAnExtensionQueuesItsSegments() async throws {
-        let (g, port) = try gateway()
+        let (g, port) = try await gateway()
         defer { g.stop() }
         let playlist = originBase + "/live/prepared-bare?segments=3&size=1000"
         let posted = try await HTTP.post("http://127.0.0.1:\(port)/prepare", json: "{\"url\":\"\(playlist)\"}")
@@ -858,7 +858,7 @@ final class PieceCacheTests {
     /// `prepare` of an MPD queues every Representation's initialization and segments, each
     /// once, and `--wait` sees them done; each is then served from pieces.
     @Test func prepareQueuesEveryRepresentationOfAnMPD() async throws {
-        let (g, port) = try gateway()
+        let (g, port) = try await gateway()
         defer { g.stop() }
         let mpd = originBase + "/dash/prepared-mpd.mpd?segments=3&size=100000"
         let cli = try LiveProcess(Live.binary, ["prepare", mpd, "--gateway", "http://127.0.0.1:\(port)", "--wait"])
@@ -879,9 +879,9 @@ final class PieceCacheTests {
 
     @Test func prepareQueuesAWholeStreamAndJobsCanBePausedResumedAndCancelled() async throws {
         let samples = Live.packageRoot.appendingPathComponent("samples")
-        let (o, oport) = try Live.origin(serving: samples, token: "t")
+        let (o, oport) = try await Live.origin(serving: samples, token: "t")
         defer { o.stop() }
-        let (g, port) = try Live.gateway(["--allow-origin", "127.0.0.1:\(oport),127.0.0.1:\(originPort)", "--inherit-query", "token", "--prepare-jobs", "1", "--piece-size", "64KiB"])
+        let (g, port) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(oport),127.0.0.1:\(originPort)", "--inherit-query", "token", "--prepare-jobs", "1", "--piece-size", "64KiB"])
         defer { g.stop() }
         let gateway = "http://127.0.0.1:\(port)"
         let cli = try LiveProcess(Live.binary, ["prepare", "http://127.0.0.1:\(oport)/hls-ts/master.m3u8?token=t", "--gateway", gateway, "--wait"])

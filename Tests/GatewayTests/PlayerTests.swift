@@ -10,8 +10,8 @@ final class PlayerTests {
     let origin: LiveProcess
     let originPort: Int
 
-    init() throws {
-        (origin, originPort) = try Live.origin(serving: Live.packageRoot.appendingPathComponent("samples"), token: Self.token)
+    init() async throws {
+        (origin, originPort) = try await Live.origin(serving: Live.packageRoot.appendingPathComponent("samples"), token: Self.token)
     }
 
     deinit { origin.stop() }
@@ -21,7 +21,7 @@ final class PlayerTests {
         ("hls-aes/index.m3u8", "origin"), ("hls-aes/index.m3u8", "proxy"), ("dash/manifest.mpd", "origin"),
     ])
     func framesAreIdentical(sample: String, keyURIs: String) async throws {
-        let (gateway, port) = try Live.gateway([
+        let (gateway, port) = try await Live.gateway([
             "--allow-origin", "127.0.0.1:\(originPort)", "--inherit-query", "token", "--key-uris", keyURIs,
         ])
         defer { gateway.stop() }
@@ -39,9 +39,9 @@ final class PlayerTests {
     /// gateway as a live stream, and every video frame it decodes is a frame of the samples
     /// (an audio decoder that joins mid-stream decodes its first frame without the one before).
     @Test func theDemosLiveStreamPlaysAndMovesOn() async throws {
-        let (gateway, _) = try Live.gateway(["--demo"], environment: ["SWARMGATE_SAMPLES": Live.packageRoot.appendingPathComponent("samples").path])
+        let (gateway, _) = try await Live.gateway(["--demo"], environment: ["SWARMGATE_SAMPLES": Live.packageRoot.appendingPathComponent("samples").path])
         defer { gateway.stop() }
-        let master = try gateway.waitForStderr(#/(http://\S+/live/hls-ts/master\.m3u8)/#)
+        let master = try await gateway.waitForStderr(#/(http://\S+/live/hls-ts/master\.m3u8)/#)
         let variant = master.replacing("master.m3u8", with: "low.m3u8")
         func sequence() async throws -> (Int, String) {
             let r = try await HTTP.get(variant)

@@ -31,9 +31,9 @@ struct PlaylistVariablesTests {
         try FileManager.default.createDirectory(at: folder.appendingPathComponent("v"), withIntermediateDirectories: true)
         try Self.master.write(to: folder.appendingPathComponent("v/master.m3u8"), atomically: true, encoding: .utf8)
         try Self.media.write(to: folder.appendingPathComponent("v/media.m3u8"), atomically: true, encoding: .utf8)
-        let (origin, originPort) = try Live.origin(serving: folder, token: "t")
+        let (origin, originPort) = try await Live.origin(serving: folder, token: "t")
         defer { origin.stop() }
-        let (g, port) = try Live.gateway(["--allow-origin", "127.0.0.1:\(originPort)"])
+        let (g, port) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(originPort)"])
         defer { g.stop() }
         let base = "http://127.0.0.1:\(port)/hls.vod.p2p.com/127.0.0.1:\(originPort)/v/"
         func variant(of user: String) async throws -> String {

@@ -7,9 +7,9 @@ import Testing
 @Suite("prepare --wait")
 struct PrepareWaitTests {
     @Test func aPausedJobEndsTheWaitAfterThirtySecondsWithoutMovement() async throws {
-        let (origin, originPort) = try Live.objectOrigin()
+        let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }
-        let (g, port) = try Live.gateway(["--allow-origin", "127.0.0.1:\(originPort)", "--piece-size", "64KiB"])
+        let (g, port) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(originPort)", "--piece-size", "64KiB"])
         defer { g.stop() }
         let gateway = "http://127.0.0.1:\(port)"
         // A slow object (200 s at its rate), paused by the operator once it has begun.
@@ -26,9 +26,9 @@ struct PrepareWaitTests {
     }
 
     @Test func aPrepareQueuedBehindAnotherStreamsJobWaitsForIt() async throws {
-        let (origin, originPort) = try Live.objectOrigin()
+        let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }
-        let (g, port) = try Live.gateway(["--allow-origin", "127.0.0.1:\(originPort)", "--piece-size", "64KiB", "--prepare-jobs", "1"])
+        let (g, port) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(originPort)", "--piece-size", "64KiB", "--prepare-jobs", "1"])
         defer { g.stop() }
         let gateway = "http://127.0.0.1:\(port)"
         // Another stream's object takes the one job slot for about 45 s (at its rate); this prepare's

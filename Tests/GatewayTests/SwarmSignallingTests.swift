@@ -20,11 +20,11 @@ final class SwarmSignallingTests {
         try Data((Self.secret + "\n").utf8).write(to: URL(fileURLWithPath: secretFile))
     }
 
-    func tracker(port: Int = 0, dir: String = Live.cacheFolder(), allowOrigin: Int? = nil) throws -> (LiveProcess, Int) {
+    func tracker(port: Int = 0, dir: String = Live.cacheFolder(), allowOrigin: Int? = nil) async throws -> (LiveProcess, Int) {
         let p = try LiveProcess(Live.binary, [
             "tracker", "--listen", "127.0.0.1:\(port)", "--app-secret-file", secretFile, "--cache-dir", dir, "--db", dir + "/registry.sqlite",
         ] + (allowOrigin.map { ["--allow-origin", "127.0.0.1:\($0)"] } ?? []))
-        let bound = try p.waitForStderr(#/listening on 127\.0\.0\.1:(\d+)/#)
+        let bound = try await p.waitForStderr(#/listening on 127\.0\.0\.1:(\d+)/#)
         return (p, Int(bound)!)
     }
 
@@ -47,7 +47,7 @@ final class SwarmSignallingTests {
     }
 
     @Test func aWantIsAnsweredWithTheHoldersAndTokensForThem() async throws {
-        let (t, port) = try tracker()
+        let (t, port) = try await tracker()
         defer { t.stop() }
         let url = "ws://127.0.0.1:\(port)/swarm/v1/ws"
         let holder = LoginProof.sign(appID: "swarmgate", peerID: "holder", secret: Self.secret)
@@ -83,7 +83,7 @@ final class SwarmSignallingTests {
     }
 
     @Test func wrongSecretsForgedAndReplayedLoginsAreRefused() async throws {
-        let (t, port) = try tracker()
+        let (t, port) = try await tracker()
         defer { t.stop() }
         let url = "ws://127.0.0.1:\(port)/swarm/v1/ws"
         let wrong = try await WSExchange.run(url, send: [.login(LoginProof.sign(appID: "swarmgate", peerID: "n", secret: "guess"), url: "http://x")], replies: 1)
@@ -102,15 +102,15 @@ final class SwarmSignallingTests {
 
     @Test func aNodeLogsInKeepsServingWithoutTheTrackerAndComesBack() async throws {
         let trackerPort = try GatewayServer.freeLoopbackPort()
-        let (origin, originPort) = try Live.objectOrigin()
+        let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }
-        var (t, _) = try tracker(port: trackerPort, allowOrigin: originPort)
-        let (g, gport) = try Live.gateway([
+        var (t, _) = try await tracker(port: trackerPort, allowOrigin: originPort)
+        let (g, gport) = try await Live.gateway([
             "--allow-origin", "127.0.0.1:\(originPort)", "--tracker", "ws://127.0.0.1:\(trackerPort)/swarm/v1/ws",
             "--app-secret-file", secretFile, "--piece-size", "64KiB",
         ])
         defer { g.stop() }
-        _ = try g.waitForStderr(#/(logged in) to the tracker/#)
+        _ = try await g.waitForStderr(#/(logged in) to the tracker/#)
         let node = try #require(try await peers(trackerPort).first)
         // An object the node holds.
         let path = "/obj/held.ts?size=100000"
@@ -123,7 +123,7 @@ final class SwarmSignallingTests {
         #expect(served.status == 200, "the node serves from its cache while the tracker is away")
         #expect(served.body == (try await HTTP.get("http://127.0.0.1:\(originPort)\(path)")).body)
 
-        (t, _) = try tracker(port: trackerPort, allowOrigin: originPort)
+        (t, _) = try await tracker(port: trackerPort, allowOrigin: originPort)
         defer { t.stop() }
         try await Live.waitForLogins(g, 2)
         #expect(g.stderr.contains("reconnecting"))
@@ -146,10 +146,10 @@ final class SwarmSignallingTests {
     }
 
     @Test func aNodeServesVerifiedPiecesToPeersOnlyWithAValidTokenAndWhileUploadIsOn() async throws {
-        let (origin, originPort) = try Live.objectOrigin()
+        let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }
         let cache = Live.cacheFolder()
-        let (g, port) = try Live.gateway(
+        let (g, port) = try await Live.gateway(
             ["--allow-origin", "127.0.0.1:\(originPort)", "--app-secret-file", secretFile, "--piece-size", "64KiB"], cache: cache)
         defer { g.stop() }
         let path = "/obj/shared.ts?size=200000"
@@ -183,15 +183,15 @@ final class SwarmSignallingTests {
     }
 
     @Test func aNodeWithoutTrackerEmbedsOneThatOthersLogInTo() async throws {
-        let (a, aport) = try Live.gateway(["--app-secret-file", secretFile])
+        let (a, aport) = try await Live.gateway(["--app-secret-file", secretFile])
         defer { a.stop() }
-        let (b, _) = try Live.gateway(["--tracker", "ws://127.0.0.1:\(aport)/swarm/v1/ws", "--app-secret-file", secretFile])
+        let (b, _) = try await Live.gateway(["--tracker", "ws://127.0.0.1:\(aport)/swarm/v1/ws", "--app-secret-file", secretFile])
         defer { b.stop() }
-        _ = try b.waitForStderr(#/(logged in) to the tracker/#)
+        _ = try await b.waitForStderr(#/(logged in) to the tracker/#)
         // SIGTERM: the embedded tracker closes its sessions instead of waiting on them.
         kill(a.process.processIdentifier, SIGTERM)
         #expect(await a.waitForExit(timeout: .seconds(5)) == 0)
-        _ = try b.waitForStderr(#/(reconnecting)/#)
+        _ = try await b.waitForStderr(#/(reconnecting)/#)
         kill(b.process.processIdentifier, SIGTERM)
         #expect(await b.waitForExit(timeout: .seconds(5)) == 0, "a node stops its tracker link on SIGTERM")
     }
@@ -203,16 +203,16 @@ final class SwarmSignallingTests {
     /// the first and takes pieces from the swarm with the tokens issued to its new id. (It
     /// stayed out for good, refused at every reconnect.)
     @Test func aNodeOnACopiedCacheFolderTakesANewPeerIDAndJoinsTheSwarm() async throws {
-        let (origin, originPort) = try Live.objectOrigin()
+        let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }
-        let (t, trackerPort) = try tracker(allowOrigin: originPort)
+        let (t, trackerPort) = try await tracker(allowOrigin: originPort)
         defer { t.stop() }
         let arguments = [
             "--allow-origin", "127.0.0.1:\(originPort)", "--tracker", "ws://127.0.0.1:\(trackerPort)/swarm/v1/ws",
             "--app-secret-file", secretFile, "--piece-size", "64KiB",
         ]
         let cacheA = Live.cacheFolder()
-        let (a, aport) = try Live.gateway(arguments, cache: cacheA)
+        let (a, aport) = try await Live.gateway(arguments, cache: cacheA)
         defer { a.stop() }
         try await Live.waitForLogins(a, 1)
         let path = "/obj/cloned.ts?size=300000"
@@ -220,9 +220,9 @@ final class SwarmSignallingTests {
         let first = try Self.peerID(cacheA)
 
         let cacheB = try Self.folderWithPeerID(of: cacheA)
-        let (b, bport) = try Live.gateway(arguments, cache: cacheB)
+        let (b, bport) = try await Live.gateway(arguments, cache: cacheB)
         defer { b.stop() }
-        _ = try b.waitForStderr(#/(waiting to see) whether that session is this node's own/#)
+        _ = try await b.waitForStderr(#/(waiting to see) whether that session is this node's own/#)
         // The first node is heard: its session is live, not the copy's own from before.
         _ = try await Live.whenReady("http://127.0.0.1:\(aport)/hls.vod.p2p.com/127.0.0.1:\(originPort)/obj/other.ts?size=1000")
         try await Live.waitForLogins(b, 1)
@@ -245,11 +245,11 @@ final class SwarmSignallingTests {
     /// session to go silent (three heartbeats) and logs in under the same id. The stopped node,
     /// resumed, finds its id live elsewhere and takes a new one.
     @Test func aSessionThatWentSilentKeepsItsIDForTheNodeThatComesBackAndALiveOneDoesNot() async throws {
-        let (t, trackerPort) = try tracker()
+        let (t, trackerPort) = try await tracker()
         defer { t.stop() }
         let arguments = ["--tracker", "ws://127.0.0.1:\(trackerPort)/swarm/v1/ws", "--app-secret-file", secretFile]
         let cacheA = Live.cacheFolder()
-        let (a, _) = try Live.gateway(arguments, cache: cacheA)
+        let (a, _) = try await Live.gateway(arguments, cache: cacheA)
         defer { a.stop() }
         try await Live.waitForLogins(a, 1)
         let id = try Self.peerID(cacheA)
@@ -257,9 +257,9 @@ final class SwarmSignallingTests {
         defer { kill(a.process.processIdentifier, SIGCONT) }
 
         let cacheB = try Self.folderWithPeerID(of: cacheA)
-        let (b, _) = try Live.gateway(arguments, cache: cacheB)
+        let (b, _) = try await Live.gateway(arguments, cache: cacheB)
         defer { b.stop() }
-        _ = try b.waitForStderr(#/(waiting to see) whether that session is this node's own/#)
+        _ = try await b.waitForStderr(#/(waiting to see) whether that session is this node's own/#)
         // 30 s of silence, and backoff of up to 15 s between attempts.
         let deadline = ContinuousClock.now + .seconds(75)
         while b.stderr.components(separatedBy: "logged in to the tracker").count < 2 && ContinuousClock.now < deadline {
@@ -274,7 +274,7 @@ final class SwarmSignallingTests {
         kill(a.process.processIdentifier, SIGCONT)
         // Its next ping ends its replaced session; refused, it waits for the other one to be
         // heard (a ping every heartbeat, 10 s).
-        _ = try a.waitForStderr(#/(takes a new id)/#, timeout: .seconds(60))
+        _ = try await a.waitForStderr(#/(takes a new id)/#, timeout: .seconds(60))
         try await Live.waitForLogins(a, 2)
         let renewed = try Self.peerID(cacheA)
         #expect(renewed != id)
@@ -285,11 +285,11 @@ final class SwarmSignallingTests {
     /// id: refused at once as in use, it takes a new one (it was let in as the seed).
     @Test func aNodeOnACopyOfItsTrackersFolderTakesANewID() async throws {
         let cacheT = Live.cacheFolder()
-        let (t, tport) = try Live.gateway(["--app-secret-file", secretFile], cache: cacheT)
+        let (t, tport) = try await Live.gateway(["--app-secret-file", secretFile], cache: cacheT)
         defer { t.stop() }
         let seed = try Self.peerID(cacheT)
         let cacheB = try Self.folderWithPeerID(of: cacheT)
-        let (b, _) = try Live.gateway(["--tracker", "ws://127.0.0.1:\(tport)/swarm/v1/ws", "--app-secret-file", secretFile], cache: cacheB)
+        let (b, _) = try await Live.gateway(["--tracker", "ws://127.0.0.1:\(tport)/swarm/v1/ws", "--app-secret-file", secretFile], cache: cacheB)
         defer { b.stop() }
         try await Live.waitForLogins(b, 1)
         let renewed = try Self.peerID(cacheB)
@@ -304,7 +304,7 @@ final class SwarmSignallingTests {
     /// to log in at once: `LoginGateTests`; a burst of 64 WebSocket clients in this process
     /// once left one of them waiting for its upgrade for good.)
     @Test func connectionsThatDoNotLogInCostLittleAndEndSoon() async throws {
-        let (t, port) = try tracker()
+        let (t, port) = try await tracker()
         defer { t.stop() }
         let url = "ws://127.0.0.1:\(port)/swarm/v1/ws"
         final class Seen: Sendable {
@@ -350,7 +350,7 @@ extension SwarmSignallingTests {
     /// the binary reported 1000 for such a message; fragments of 16 KiB, as nodes send them,
     /// get 1009, as this checks. How the attack's fragments differed is not known.)
     @Test func aMessageOverTheBoundEndsTheConnectionAsTooBig() async throws {
-        let (t, port) = try tracker()
+        let (t, port) = try await tracker()
         defer { t.stop() }
         let login = SwarmMessage.login(LoginProof.sign(appID: "swarmgate", peerID: "big", secret: Self.secret), url: "http://127.0.0.1:9")
         let replies = Mutex<[String]>([])

@@ -19,21 +19,21 @@ final class SwarmTransferTests {
     }
 
     /// `swarmgate tracker` keeping its registry and seed in `dir`.
-    func tracker(port: Int = 0, dir: String, originPort: Int, _ extra: [String] = []) throws -> (LiveProcess, Int) {
+    func tracker(port: Int = 0, dir: String, originPort: Int, _ extra: [String] = []) async throws -> (LiveProcess, Int) {
         let p = try LiveProcess(Live.binary, [
             "tracker", "--listen", "127.0.0.1:\(port)", "--app-secret-file", secretFile, "--db", dir + "/registry.sqlite",
             "--cache-dir", dir, "--allow-origin", "127.0.0.1:\(originPort)", "--piece-size", "64KiB",
         ] + extra)
-        let bound = try p.waitForStderr(#/listening on 127\.0\.0\.1:(\d+)/#)
+        let bound = try await p.waitForStderr(#/listening on 127\.0\.0\.1:(\d+)/#)
         return (p, Int(bound)!)
     }
 
     /// A node logged in to the tracker on `trackerPort`.
-    func node(trackerPort: Int, originPort: Int, _ extra: [String] = [], cache: String = Live.cacheFolder()) throws -> (LiveProcess, Int) {
-        let (g, port) = try Live.gateway(
+    func node(trackerPort: Int, originPort: Int, _ extra: [String] = [], cache: String = Live.cacheFolder()) async throws -> (LiveProcess, Int) {
+        let (g, port) = try await Live.gateway(
             ["--allow-origin", "127.0.0.1:\(originPort)", "--tracker", "ws://127.0.0.1:\(trackerPort)/swarm/v1/ws", "--app-secret-file", secretFile]
                 + extra, cache: cache)
-        _ = try g.waitForStderr(#/(logged in) to the tracker/#)
+        _ = try await g.waitForStderr(#/(logged in) to the tracker/#)
         return (g, port)
     }
 
@@ -163,11 +163,11 @@ final class SwarmTransferTests {
         }
     }
 
-    func twoNodes(trackerFlags: [String] = []) throws -> TwoNodes {
-        let (origin, originPort) = try Live.objectOrigin()
-        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort, trackerFlags)
-        let (a, portA) = try node(trackerPort: trackerPort, originPort: originPort)
-        let (b, portB) = try node(trackerPort: trackerPort, originPort: originPort)
+    func twoNodes(trackerFlags: [String] = []) async throws -> TwoNodes {
+        let (origin, originPort) = try await Live.objectOrigin()
+        let (t, trackerPort) = try await tracker(dir: Live.cacheFolder(), originPort: originPort, trackerFlags)
+        let (a, portA) = try await node(trackerPort: trackerPort, originPort: originPort)
+        let (b, portB) = try await node(trackerPort: trackerPort, originPort: originPort)
         return TwoNodes(origin: origin, originPort: originPort, tracker: t, trackerPort: trackerPort, a: a, portA: portA, b: b, portB: portB)
     }
 
@@ -186,9 +186,9 @@ final class SwarmTransferTests {
     }
 
     func farFromOrigin(_ name: String, nodeFlags: [String] = []) async throws -> FarFromOrigin {
-        let (origin, originPort) = try Live.objectOrigin(rttMilliseconds: 1000)
-        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
-        let (n, port) = try node(trackerPort: trackerPort, originPort: originPort, nodeFlags)
+        let (origin, originPort) = try await Live.objectOrigin(rttMilliseconds: 1000)
+        let (t, trackerPort) = try await tracker(dir: Live.cacheFolder(), originPort: originPort)
+        let (n, port) = try await node(trackerPort: trackerPort, originPort: originPort, nodeFlags)
         let list: HTTPResult
         do {
             list = try await HTTP.get("http://127.0.0.1:\(port)\(Self.playlist(name, originPort: originPort, segments: 3))")
@@ -201,10 +201,10 @@ final class SwarmTransferTests {
     }
 
     func playedOnA(_ name: String, segments: Int) async throws -> PlayedOnA {
-        let (origin, originPort) = try Live.objectOrigin()
-        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
-        let (a, portA) = try node(trackerPort: trackerPort, originPort: originPort)
-        let (b, portB) = try node(trackerPort: trackerPort, originPort: originPort)
+        let (origin, originPort) = try await Live.objectOrigin()
+        let (t, trackerPort) = try await tracker(dir: Live.cacheFolder(), originPort: originPort)
+        let (a, portA) = try await node(trackerPort: trackerPort, originPort: originPort)
+        let (b, portB) = try await node(trackerPort: trackerPort, originPort: originPort)
         let list = Self.playlist(name, originPort: originPort, segments: segments)
         let swarm = PlayedOnA(origin: origin, originPort: originPort, tracker: t, trackerPort: trackerPort, a: a, portA: portA, b: b, portB: portB, playlist: list)
         do {
@@ -217,13 +217,13 @@ final class SwarmTransferTests {
     }
 
     @Test func fourNodesPlayingOneVODTakeMostBytesFromEachOther() async throws {
-        let (origin, originPort) = try Live.objectOrigin()
+        let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }
-        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
+        let (t, trackerPort) = try await tracker(dir: Live.cacheFolder(), originPort: originPort)
         defer { t.stop() }
         var nodes: [(LiveProcess, Int)] = []
         defer { for n in nodes { n.0.stop() } }
-        for _ in 0..<4 { nodes.append(try node(trackerPort: trackerPort, originPort: originPort)) }
+        for _ in 0..<4 { nodes.append(try await node(trackerPort: trackerPort, originPort: originPort)) }
         let peers = try await HTTP.get("http://127.0.0.1:\(trackerPort)/peers")
         #expect(((try JSONSerialization.jsonObject(with: peers.body) as? [String: Any])?["peers"] as? [String])?.count == 4)
         let segments = 12
@@ -280,12 +280,12 @@ final class SwarmTransferTests {
         }
     }
 
-    func oneNode() throws -> OneNode {
-        let (origin, originPort) = try Live.objectOrigin()
+    func oneNode() async throws -> OneNode {
+        let (origin, originPort) = try await Live.objectOrigin()
         do {
-            let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
+            let (t, trackerPort) = try await tracker(dir: Live.cacheFolder(), originPort: originPort)
             do {
-                let (n, port) = try node(trackerPort: trackerPort, originPort: originPort)
+                let (n, port) = try await node(trackerPort: trackerPort, originPort: originPort)
                 return OneNode(origin: origin, originPort: originPort, tracker: t, trackerPort: trackerPort, node: n, port: port)
             } catch {
                 t.stop()
@@ -301,14 +301,14 @@ final class SwarmTransferTests {
     /// objects (a playlist's and a single one alike), the answer names the tracker's `/jobs`,
     /// and `--wait` follows that list to the end; the origin sends each object once.
     @Test func prepareThroughANodeIsTheTrackersAndWaitFollowsItsJobs() async throws {
-        let swarm = try oneNode()
+        let swarm = try await oneNode()
         defer { swarm.stop() }
         let (originPort, trackerPort, port) = (swarm.originPort, swarm.trackerPort, swarm.port)
         let gateway = "http://127.0.0.1:\(port)"
         let cli = try LiveProcess(Live.binary, ["prepare", "http://127.0.0.1:\(originPort)/vod/prep.m3u8?segments=4&size=200000", "--gateway", gateway, "--wait"])
         #expect(await cli.waitForExit(timeout: .seconds(60)) == 0, "\(cli.stderr)")
         #expect(cli.stderr.contains("prepared 4 of 4 objects"), "\(cli.stderr)")
-        let answer = try JSONSerialization.jsonObject(with: Data(cli.firstStdoutLine().utf8)) as? [String: Any]
+        let answer = try await JSONSerialization.jsonObject(with: Data(cli.firstStdoutLine().utf8)) as? [String: Any]
         #expect(answer?["jobs"] as? String == "http://127.0.0.1:\(trackerPort)/jobs")
         #expect(try await Self.originBytes(originPort, "prep") == 4 * 200_000, "each segment once, to the tracker")
         func jobs(_ port: Int) async throws -> [[String: Any]] {
@@ -369,7 +369,7 @@ final class SwarmTransferTests {
     /// the 1 MiB that a message once was (which ended the node's session, and the list with
     /// it), and a `prepare` of more objects than one message carries, in several.
     @Test func aLongVODsObjectsReachTheTrackerWithoutEndingTheSession() async throws {
-        let swarm = try oneNode()
+        let swarm = try await oneNode()
         defer { swarm.stop() }
         let (originPort, trackerPort, n, port) = (swarm.originPort, swarm.trackerPort, swarm.node, swarm.port)
         // 6,000 segments: about 1.5 MB of objects in the read-ahead list.
@@ -404,7 +404,7 @@ final class SwarmTransferTests {
     /// not whole: two viewers who leave after three segments of a 200-segment VOD cost the
     /// origin that window, and a viewer who plays on moves it.
     @Test func theTrackerPreparesAWindowAheadOfTheSwarmsFurthestPlayerNotTheWholeVOD() async throws {
-        let swarm = try twoNodes(trackerFlags: ["--read-ahead", "20"])
+        let swarm = try await twoNodes(trackerFlags: ["--read-ahead", "20"])
         defer { swarm.stop() }
         let (originPort, portA, portB) = (swarm.originPort, swarm.portA, swarm.portB)
         let list = Self.playlist("left", originPort: originPort, segments: 200)
@@ -429,11 +429,11 @@ final class SwarmTransferTests {
     /// sends the part it resumed in: the tracker knew nothing past the first 10,000 before.
     @Test(arguments: [(200, 50), (12_000, 11_000)])
     func aPlayerResumingMidVODCostsTheOriginNothingBeforeWhereItResumed(segments: Int, resumed: Int) async throws {
-        let (origin, originPort) = try Live.objectOrigin()
+        let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }
-        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort, ["--read-ahead", "20"])
+        let (t, trackerPort) = try await tracker(dir: Live.cacheFolder(), originPort: originPort, ["--read-ahead", "20"])
         defer { t.stop() }
-        let (a, portA) = try node(trackerPort: trackerPort, originPort: originPort)
+        let (a, portA) = try await node(trackerPort: trackerPort, originPort: originPort)
         defer { a.stop() }
         let list = Self.playlist("resumed", originPort: originPort, segments: segments)
         let urls = Self.segmentURLs(try await HTTP.get("http://127.0.0.1:\(portA)\(list)"))
@@ -449,7 +449,7 @@ final class SwarmTransferTests {
     /// A static MPD in a swarm: the tracker reads ahead the Representation the players play
     /// (not the others), and a second node's player takes its segments from peers.
     @Test func aStaticMPDIsReadAheadAndSharedInTheSwarm() async throws {
-        let swarm = try twoNodes(trackerFlags: ["--read-ahead", "20"])
+        let swarm = try await twoNodes(trackerFlags: ["--read-ahead", "20"])
         defer { swarm.stop() }
         let (originPort, portA, portB) = (swarm.originPort, swarm.portA, swarm.portB)
         let name = "dash-swarm"
@@ -479,11 +479,11 @@ final class SwarmTransferTests {
     /// the node then serves the new copy. A node still holding the old copy refuses its pieces
     /// to nodes that expect the new one (409), so nobody reports it for bad pieces.
     @Test func anOriginCopyThatChangedIsPreparedAgainForTheSwarm() async throws {
-        let swarm = try twoNodes()
+        let swarm = try await twoNodes()
         defer { swarm.stop() }
         let (originPort, portA, portB) = (swarm.originPort, swarm.portA, swarm.portB)
         // C's peers are never in time: every piece it lacks comes from the origin.
-        let (c, portC) = try node(trackerPort: swarm.trackerPort, originPort: originPort, ["--peer-deadline", "0"])
+        let (c, portC) = try await node(trackerPort: swarm.trackerPort, originPort: originPort, ["--peer-deadline", "0"])
         defer { c.stop() }
         let name = "renewed-swarm"
         let list = Self.playlist(name, originPort: originPort, segments: 3)
@@ -528,7 +528,7 @@ final class SwarmTransferTests {
     /// origin while its own request prepares it. Only the tail where players start (three
     /// target durations) and its init section are, not the playlist's past.
     @Test func aLivePlaylistsNewestSegmentsArePreparedBeforeItsPlayersAsk() async throws {
-        let swarm = try twoNodes()
+        let swarm = try await twoNodes()
         defer { swarm.stop() }
         let name = "livetail"
         func live(_ first: Int) -> String {
@@ -564,7 +564,7 @@ final class SwarmTransferTests {
     /// from the first node that reads the playlist on. A node that reads it after another made
     /// them ready is not held.
     @Test func aLivePlaylistsAnswerWaitsForTheNewSegmentsItLists() async throws {
-        let swarm = try twoNodes()
+        let swarm = try await twoNodes()
         defer { swarm.stop() }
         let name = "livehold"
         for (first, port) in [(0, swarm.portA), (0, swarm.portB), (1, swarm.portB), (1, swarm.portA), (2, swarm.portA)] {
@@ -606,9 +606,9 @@ final class SwarmTransferTests {
     /// hint and rendition report are proxied. And `--live-hold 0` holds no playlist, while the
     /// live tail is still prepared.
     @Test func aLowLatencyPlaylistIsNotHeldAndLiveHoldZeroHoldsNothing() async throws {
-        let swarm = try twoNodes()
+        let swarm = try await twoNodes()
         defer { swarm.stop() }
-        let (c, portC) = try node(trackerPort: swarm.trackerPort, originPort: swarm.originPort, ["--live-hold", "0"])
+        let (c, portC) = try await node(trackerPort: swarm.trackerPort, originPort: swarm.originPort, ["--live-hold", "0"])
         defer { c.stop() }
         let origin = "127.0.0.1:\(swarm.originPort)"
         let base = "/hls.vod.p2p.com/\(origin)/live/"
@@ -647,7 +647,7 @@ final class SwarmTransferTests {
         #expect(fetched >= 1, "the tail of a playlist read with --live-hold 0 is prepared")
         // The origin holds a blocking reload until the segment is out (here 1.5 s), longer
         // than a node's --origin-idle-timeout may be: the reload is answered, not a 504.
-        let (d, portD) = try Live.gateway(["--allow-origin", origin, "--origin-idle-timeout", "0.5"])
+        let (d, portD) = try await Live.gateway(["--allow-origin", origin, "--origin-idle-timeout", "0.5"])
         defer { d.stop() }
         let reload = try await HTTP.get("http://127.0.0.1:\(portD)\(base)ll.m3u8?segments=6&first=3&parts=1&block=1.5&_HLS_msn=9")
         #expect(reload.status == 200 && reload.text.contains("#EXT-X-PART:"), "\(reload.status) \(reload.text)")
@@ -678,7 +678,7 @@ final class SwarmTransferTests {
     /// piece from the origin itself, and a piece that still matches changes nothing; nor does
     /// a URL whose query selects other bytes under the same ETag, nor a piece index below 0.
     @Test func aChangedMessageForAnUnchangedCopyChangesNothing() async throws {
-        let swarm = try twoNodes()
+        let swarm = try await twoNodes()
         defer { swarm.stop() }
         let originPort = swarm.originPort
         let name = "unchanged-swarm"
@@ -725,7 +725,7 @@ final class SwarmTransferTests {
     /// the URL it prepared the copy from, never at the one the node names (it used to prepare
     /// the object again from that URL, and both nodes then served its 1,000 bytes).
     @Test func aChangedMessageNamingAnotherQueryOfAnObjectWithoutValidatorsChangesNothing() async throws {
-        let swarm = try twoNodes()
+        let swarm = try await twoNodes()
         defer { swarm.stop() }
         let originPort = swarm.originPort
         let path = "/obj/noval-swarm.ts"
@@ -755,19 +755,19 @@ final class SwarmTransferTests {
     /// A playlist a node read while its tracker was away reaches the tracker at the node's
     /// login: its player read it once, and its read-ahead starts where the player is.
     @Test func aPlaylistReadWhileTheTrackerWasAwayIsReadAheadOnceItIsBack() async throws {
-        let (origin, originPort) = try Live.objectOrigin()
+        let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }
         let trackerPort = try GatewayServer.freeLoopbackPort()
-        let (a, portA) = try Live.gateway([
+        let (a, portA) = try await Live.gateway([
             "--allow-origin", "127.0.0.1:\(originPort)", "--tracker", "ws://127.0.0.1:\(trackerPort)/swarm/v1/ws", "--app-secret-file", secretFile,
         ])
         defer { a.stop() }
         let list = Self.playlist("away-read", originPort: originPort, segments: 200)
         let urls = Self.segmentURLs(try await HTTP.get("http://127.0.0.1:\(portA)\(list)"))
         #expect(urls.count == 200)
-        let (t, _) = try tracker(port: trackerPort, dir: Live.cacheFolder(), originPort: originPort, ["--read-ahead", "20"])
+        let (t, _) = try await tracker(port: trackerPort, dir: Live.cacheFolder(), originPort: originPort, ["--read-ahead", "20"])
         defer { t.stop() }
-        _ = try a.waitForStderr(#/(logged in) to the tracker/#)
+        _ = try await a.waitForStderr(#/(logged in) to the tracker/#)
         // The player asks for 3 (prefetching 4 to 6): the window takes 4 to 8.
         expectCorrect(try await Self.fetch([urls[3]]), "away-read", segments: 1, from: 3)
         let sent = try await Self.settledOriginSegments(originPort, "away-read", including: 3...8)
@@ -777,19 +777,19 @@ final class SwarmTransferTests {
     /// A tracker that restarts keeps the playlists it read ahead (its players read them once),
     /// so read-ahead goes on where the players are.
     @Test func readAheadGoesOnAfterTheTrackerRestarts() async throws {
-        let (origin, originPort) = try Live.objectOrigin()
+        let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }
         let dir = Live.cacheFolder()
         let trackerPort = try GatewayServer.freeLoopbackPort()
-        var (t, _) = try tracker(port: trackerPort, dir: dir, originPort: originPort, ["--read-ahead", "20"])
-        let (a, portA) = try node(trackerPort: trackerPort, originPort: originPort)
+        var (t, _) = try await tracker(port: trackerPort, dir: dir, originPort: originPort, ["--read-ahead", "20"])
+        let (a, portA) = try await node(trackerPort: trackerPort, originPort: originPort)
         defer { a.stop() }
         let list = Self.playlist("restart", originPort: originPort, segments: 200)
         let urls = Self.segmentURLs(try await HTTP.get("http://127.0.0.1:\(portA)\(list)"))
         expectCorrect(try await Self.fetch(Array(urls.prefix(3))), "restart", segments: 3)
         _ = try await Self.settledOriginSegments(originPort, "restart", including: 0...7)
         t.stop()
-        (t, _) = try tracker(port: trackerPort, dir: dir, originPort: originPort, ["--read-ahead", "20"])
+        (t, _) = try await tracker(port: trackerPort, dir: dir, originPort: originPort, ["--read-ahead", "20"])
         defer { t.stop() }
         try await Live.waitForLogins(a, 2)
         // The player goes on to 19 without reading the playlist again: the window reaches 24
@@ -804,13 +804,13 @@ final class SwarmTransferTests {
     /// tracker is preparing: its node waits for them (the tracker's progress says they end
     /// within the deadline) and takes them from the swarm, so the origin sends the VOD once.
     @Test func awaitingPreparationTheOriginSendsAVODOnceForAFirstPlayer() async throws {
-        let (origin, originPort) = try Live.objectOrigin()
+        let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }
-        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
+        let (t, trackerPort) = try await tracker(dir: Live.cacheFolder(), originPort: originPort)
         defer { t.stop() }
         // A 3 s deadline rather than 1 s (a quarter of these 4 s segments): the suites run in
         // parallel, and a preparation that starts late under that load still ends in time.
-        let (n, port) = try node(trackerPort: trackerPort, originPort: originPort, ["--await-preparation", "--peer-deadline", "3"])
+        let (n, port) = try await node(trackerPort: trackerPort, originPort: originPort, ["--await-preparation", "--peer-deadline", "3"])
         defer { n.stop() }
         let segments = 6
         let played = try await Self.play(port: port, playlist: Self.playlist("awaited", originPort: originPort, segments: segments))
@@ -924,16 +924,16 @@ final class SwarmTransferTests {
     }
 
     @Test func whileAPlayerReadsASegmentTheNextThreeComeFromPeersAhead() async throws {
-        let (origin, originPort) = try Live.objectOrigin()
+        let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }
-        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
+        let (t, trackerPort) = try await tracker(dir: Live.cacheFolder(), originPort: originPort)
         defer { t.stop() }
         let list = Self.playlist("ahead", originPort: originPort, segments: 8)
-        let (a, aPort) = try node(trackerPort: trackerPort, originPort: originPort)
+        let (a, aPort) = try await node(trackerPort: trackerPort, originPort: originPort)
         defer { a.stop() }
         _ = try await Self.play(port: aPort, playlist: list)
         let cache = Live.cacheFolder()
-        let (b, bPort) = try node(trackerPort: trackerPort, originPort: originPort, cache: cache)
+        let (b, bPort) = try await node(trackerPort: trackerPort, originPort: originPort, cache: cache)
         defer { b.stop() }
         let before = try await Self.originBytes(originPort, "ahead")
         let playlist = try await HTTP.get("http://127.0.0.1:\(bPort)\(list)")
@@ -950,12 +950,12 @@ final class SwarmTransferTests {
     }
 
     @Test func aLyingPeerIsDroppedReportedAndBannedWhilePlayersGetCorrectBytes() async throws {
-        let (origin, originPort) = try Live.objectOrigin()
+        let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }
-        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
+        let (t, trackerPort) = try await tracker(dir: Live.cacheFolder(), originPort: originPort)
         defer { t.stop() }
         let segments = 6
-        let (seeder, seederPort) = try node(trackerPort: trackerPort, originPort: originPort)
+        let (seeder, seederPort) = try await node(trackerPort: trackerPort, originPort: originPort)
         defer { seeder.stop() }
         // The registry prepares the VOD (read-ahead from the playlist) before the liar comes.
         _ = try await Self.play(port: seederPort, playlist: Self.playlist("lies", originPort: originPort, segments: segments))
@@ -967,7 +967,7 @@ final class SwarmTransferTests {
         let liar = Self.fakePeer(ws, id: "liar", url: "http://127.0.0.1:\(originPort)", have: have) { signal.yield() }
         defer { liar.cancel() }
         for await _ in announced { break }
-        let (player, playerPort) = try node(trackerPort: trackerPort, originPort: originPort)
+        let (player, playerPort) = try await node(trackerPort: trackerPort, originPort: originPort)
         defer { player.stop() }
         let played = try await Self.play(port: playerPort, playlist: Self.playlist("lies", originPort: originPort, segments: segments))
         expectCorrect(played, "lies", segments: segments)
@@ -994,14 +994,14 @@ final class SwarmTransferTests {
     /// node used to ban anyone). One holder and object is asked once per interval, and a
     /// report that names no piece is not acted on.
     @Test func reportsAgainstAPeerThatSendsIntactPiecesCountNothingAgainstIt() async throws {
-        let (origin, originPort) = try Live.objectOrigin()
+        let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }
-        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
+        let (t, trackerPort) = try await tracker(dir: Live.cacheFolder(), originPort: originPort)
         defer { t.stop() }
         let name = "accused", segments = 4
         let list = Self.playlist(name, originPort: originPort, segments: segments)
         let cache = Live.cacheFolder()
-        let (a, aPort) = try node(trackerPort: trackerPort, originPort: originPort, cache: cache)
+        let (a, aPort) = try await node(trackerPort: trackerPort, originPort: originPort, cache: cache)
         defer { a.stop() }
         // Once every object is ready, A's second play stores its pieces: A holds them all.
         _ = try await Self.play(port: aPort, playlist: list)
@@ -1039,21 +1039,21 @@ final class SwarmTransferTests {
         let peers = try await HTTP.get("http://127.0.0.1:\(trackerPort)/peers")
         #expect(peers.text.contains(accused), "the accused is still in the swarm: \(peers.text)")
         // And still a holder: a new node's player gets A's pieces.
-        let (b, bPort) = try node(trackerPort: trackerPort, originPort: originPort)
+        let (b, bPort) = try await node(trackerPort: trackerPort, originPort: originPort)
         defer { b.stop() }
         expectCorrect(try await Self.play(port: bPort, playlist: list), name, segments: segments)
         #expect(try await Self.stat(aPort)["uploadBytes"] as? Int ?? 0 > 0)
     }
 
     @Test func aNodeWhosePiecesRotOnDiskNeverSendsThemAndOthersStillGetCorrectBytes() async throws {
-        let (origin, originPort) = try Live.objectOrigin()
+        let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }
-        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
+        let (t, trackerPort) = try await tracker(dir: Live.cacheFolder(), originPort: originPort)
         defer { t.stop() }
         let segments = 4
         let list = Self.playlist("rot", originPort: originPort, segments: segments)
         let cache = Live.cacheFolder()
-        var (a, aPort) = try node(trackerPort: trackerPort, originPort: originPort, cache: cache)
+        var (a, aPort) = try await node(trackerPort: trackerPort, originPort: originPort, cache: cache)
         _ = try await Self.play(port: aPort, playlist: list)
         a.stop()
         // Every stored piece of every object gets one byte flipped; the node comes back with
@@ -1069,9 +1069,9 @@ final class SwarmTransferTests {
             }
             try h.close()
         }
-        (a, aPort) = try node(trackerPort: trackerPort, originPort: originPort, ["--memory-cache-size", "0"], cache: cache)
+        (a, aPort) = try await node(trackerPort: trackerPort, originPort: originPort, ["--memory-cache-size", "0"], cache: cache)
         defer { a.stop() }
-        let (b, bPort) = try node(trackerPort: trackerPort, originPort: originPort)
+        let (b, bPort) = try await node(trackerPort: trackerPort, originPort: originPort)
         defer { b.stop() }
         expectCorrect(try await Self.play(port: bPort, playlist: list), "rot", segments: segments)
         #expect(try await Self.stat(bPort)["badPieces"] as? Int == 0, "the rotten node verified its pieces before sending: none reached b")
@@ -1080,13 +1080,13 @@ final class SwarmTransferTests {
     }
 
     @Test func aKilledPeerAndASlowPeerCostAtMostTheDeadlinePlusTheCDN() async throws {
-        let (origin, originPort) = try Live.objectOrigin()
+        let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }
-        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
+        let (t, trackerPort) = try await tracker(dir: Live.cacheFolder(), originPort: originPort)
         defer { t.stop() }
         let segments = 4
         let list = Self.playlist("faults", originPort: originPort, segments: segments)
-        let (a, aPort) = try node(trackerPort: trackerPort, originPort: originPort)
+        let (a, aPort) = try await node(trackerPort: trackerPort, originPort: originPort)
         _ = try await Self.play(port: aPort, playlist: list)
         // A slow peer (10 KB/s) claims everything; the node that held it all dies.
         let have = SwarmMessage.have(Self.objectIDs("faults", originPort: originPort, segments: segments))
@@ -1097,7 +1097,7 @@ final class SwarmTransferTests {
         defer { slow.cancel() }
         for await _ in announced { break }
         a.stop(signal: SIGKILL)
-        let (b, bPort) = try node(trackerPort: trackerPort, originPort: originPort, ["--peer-deadline", "0.5"])
+        let (b, bPort) = try await node(trackerPort: trackerPort, originPort: originPort, ["--peer-deadline", "0.5"])
         defer { b.stop() }
         let played = try await Self.play(port: bPort, playlist: list)
         expectCorrect(played, "faults", segments: segments)
@@ -1108,16 +1108,16 @@ final class SwarmTransferTests {
     }
 
     @Test func withTheTrackerAwayNodesServeFromCDNAndOffloadResumesWhenItReturns() async throws {
-        let (origin, originPort) = try Live.objectOrigin()
+        let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }
         let dir = Live.cacheFolder()
         let trackerPort = try GatewayServer.freeLoopbackPort()
-        var (t, _) = try tracker(port: trackerPort, dir: dir, originPort: originPort)
+        var (t, _) = try await tracker(port: trackerPort, dir: dir, originPort: originPort)
         let segments = 4
         let list = Self.playlist("away", originPort: originPort, segments: segments)
-        let (a, aPort) = try node(trackerPort: trackerPort, originPort: originPort)
+        let (a, aPort) = try await node(trackerPort: trackerPort, originPort: originPort)
         defer { a.stop() }
-        let (b, bPort) = try node(trackerPort: trackerPort, originPort: originPort)
+        let (b, bPort) = try await node(trackerPort: trackerPort, originPort: originPort)
         defer { b.stop() }
         _ = try await Self.play(port: aPort, playlist: list)
         // Killed once it has prepared the VOD and indexed its pieces (an index written in
@@ -1131,7 +1131,7 @@ final class SwarmTransferTests {
         }
         try await Task.sleep(for: .milliseconds(200))
         t.stop(signal: SIGKILL)
-        _ = try b.waitForStderr(#/(reconnecting)/#)
+        _ = try await b.waitForStderr(#/(reconnecting)/#)
         // CDN only: b has no checksums and no tracker, so its players go to the origin.
         let before = try await Self.originBytes(originPort, "away")
         expectCorrect(try await Self.play(port: bPort, playlist: list), "away", segments: segments)
@@ -1141,7 +1141,7 @@ final class SwarmTransferTests {
         let refused = try await HTTP.post("http://127.0.0.1:\(bPort)/prepare", json: "{\"url\":\"http://127.0.0.1:\(originPort)/obj/away-later.ts\"}")
         #expect(refused.status == 503, "\(refused.status) \(refused.text)")
         // The tracker comes back with its registry and seed; b logs in again and takes pieces from the swarm.
-        (t, _) = try tracker(port: trackerPort, dir: dir, originPort: originPort)
+        (t, _) = try await tracker(port: trackerPort, dir: dir, originPort: originPort)
         defer { t.stop() }
         try await Live.waitForLogins(b, 2)
         let resumed = try await Self.originBytes(originPort, "away")
@@ -1151,13 +1151,13 @@ final class SwarmTransferTests {
     }
 
     @Test func aNodeWithUploadOffServesNoPieces() async throws {
-        let (origin, originPort) = try Live.objectOrigin()
+        let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }
-        let (t, trackerPort) = try tracker(dir: Live.cacheFolder(), originPort: originPort)
+        let (t, trackerPort) = try await tracker(dir: Live.cacheFolder(), originPort: originPort)
         defer { t.stop() }
         let segments = 4
         let list = Self.playlist("quiet", originPort: originPort, segments: segments)
-        let (a, aPort) = try node(trackerPort: trackerPort, originPort: originPort)
+        let (a, aPort) = try await node(trackerPort: trackerPort, originPort: originPort)
         defer { a.stop() }
         // A first player may be sent to the origin for every segment (none was ready yet):
         // each is asked again until A serves it, so that A holds them all.
@@ -1166,7 +1166,7 @@ final class SwarmTransferTests {
             #expect(try await Live.whenReady(url).status == 200)
         }
         _ = try await HTTP.get("http://127.0.0.1:\(aPort)/xdfs.p2p.com/feature?upload=0")
-        let (b, bPort) = try node(trackerPort: trackerPort, originPort: originPort)
+        let (b, bPort) = try await node(trackerPort: trackerPort, originPort: originPort)
         defer { b.stop() }
         expectCorrect(try await Self.play(port: bPort, playlist: list), "quiet", segments: segments)
         #expect(try await Self.stat(aPort)["uploadBytes"] as? Int == 0, "upload=0: no piece leaves the node")
@@ -1174,7 +1174,7 @@ final class SwarmTransferTests {
         #expect(bStat["p2pBytes"] as? Int == segments * 200_000, "the seed delivered instead: \(bStat)")
         // Uploads back on: the next node is served by it too (holders are asked before the seed).
         _ = try await HTTP.get("http://127.0.0.1:\(aPort)/xdfs.p2p.com/feature?upload=1")
-        let (c, cPort) = try node(trackerPort: trackerPort, originPort: originPort)
+        let (c, cPort) = try await node(trackerPort: trackerPort, originPort: originPort)
         defer { c.stop() }
         expectCorrect(try await Self.play(port: cPort, playlist: list), "quiet", segments: segments)
         #expect(try await Self.stat(aPort)["uploadBytes"] as? Int ?? 0 > 0)

@@ -40,24 +40,32 @@ final class LiveProcess: @unchecked Sendable {
 
     var stderr: String { errText.value }
 
-    /// The first line of stdout (origins print their port there).
-    func firstStdoutLine() -> String {
-        var bytes: [UInt8] = []
-        while true {
-            let d = outPipe.fileHandleForReading.readData(ofLength: 1)
-            if d.isEmpty || d.first == UInt8(ascii: "\n") { break }
-            bytes += d
+    /// The first line of stdout (origins print their port there), read on a thread of its own:
+    /// tests run on Swift's cooperative threads, as many as cores, and a test blocking one
+    /// while a child starts holds up every other test of the process.
+    func firstStdoutLine() async -> String {
+        let reader = outPipe.fileHandleForReading
+        return await withCheckedContinuation { (line: CheckedContinuation<String, Never>) in
+            Thread {
+                var bytes: [UInt8] = []
+                while true {
+                    let d = reader.readData(ofLength: 1)
+                    if d.isEmpty || d.first == UInt8(ascii: "\n") { break }
+                    bytes += d
+                }
+                line.resume(returning: String(decoding: bytes, as: UTF8.self))
+            }.start()
         }
-        return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// Waits until stderr matches `pattern`, returning the first capture.
-    func waitForStderr(_ pattern: Regex<(Substring, Substring)>, timeout: Duration = .seconds(30)) throws -> String {
+    /// Waits until stderr matches `pattern`, returning the first capture (without holding a
+    /// thread, as `firstStdoutLine`).
+    func waitForStderr(_ pattern: Regex<(Substring, Substring)>, timeout: Duration = .seconds(30)) async throws -> String {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if let m = stderr.firstMatch(of: pattern) { return String(m.1) }
             if !process.isRunning { break }
-            Thread.sleep(forTimeInterval: 0.05)
+            try await Task.sleep(for: .milliseconds(50))
         }
         throw TestFailure("process did not print \(pattern); stderr:\n\(stderr)")
     }
@@ -108,26 +116,26 @@ enum Live {
     static let python = ProcessInfo.processInfo.environment["SWARMGATE_PYTHON"] ?? "/usr/bin/python3"
 
     /// A token-checking origin serving `folder`; returns it and its port.
-    static func origin(serving folder: URL, token: String) throws -> (LiveProcess, Int) {
+    static func origin(serving folder: URL, token: String) async throws -> (LiveProcess, Int) {
         let p = try LiveProcess(python, [packageRoot.appendingPathComponent("Tests/python/token_origin.py").path, folder.path, token])
-        guard let port = Int(p.firstStdoutLine()) else { throw TestFailure("origin did not start: \(p.stderr)") }
+        guard let port = Int(await p.firstStdoutLine()) else { throw TestFailure("origin did not start: \(p.stderr)") }
         return (p, port)
     }
 
     /// Tests/python/fault_origin.py (an origin that misbehaves on request); returns it and its port.
-    static func faultOrigin() throws -> (LiveProcess, Int) {
+    static func faultOrigin() async throws -> (LiveProcess, Int) {
         let p = try LiveProcess(python, [packageRoot.appendingPathComponent("Tests/python/fault_origin.py").path])
-        guard let port = Int(p.firstStdoutLine()) else { throw TestFailure("fault origin did not start: \(p.stderr)") }
+        guard let port = Int(await p.firstStdoutLine()) else { throw TestFailure("fault origin did not start: \(p.stderr)") }
         return (p, port)
     }
 
     /// Tests/python/object_origin.py (versioned objects, resets, per-object records), a round
     /// trip of `rttMilliseconds` away (see OBJECT_ORIGIN_RTT_MS there).
-    static func objectOrigin(rttMilliseconds: Int = 0) throws -> (LiveProcess, Int) {
+    static func objectOrigin(rttMilliseconds: Int = 0) async throws -> (LiveProcess, Int) {
         let p = try LiveProcess(
             python, [packageRoot.appendingPathComponent("Tests/python/object_origin.py").path],
             environment: ["OBJECT_ORIGIN_RTT_MS": String(rttMilliseconds)])
-        guard let port = Int(p.firstStdoutLine()) else { throw TestFailure("object origin did not start: \(p.stderr)") }
+        guard let port = Int(await p.firstStdoutLine()) else { throw TestFailure("object origin did not start: \(p.stderr)") }
         return (p, port)
     }
 
@@ -184,9 +192,9 @@ enum Live {
     }
 
     /// `swarmgate serve` on a free port with these extra arguments; returns it and its port.
-    static func gateway(_ arguments: [String], cache: String = cacheFolder(), environment: [String: String] = [:]) throws -> (LiveProcess, Int) {
+    static func gateway(_ arguments: [String], cache: String = cacheFolder(), environment: [String: String] = [:]) async throws -> (LiveProcess, Int) {
         let p = try LiveProcess(binary, ["serve", "--listen", "127.0.0.1:0", "--cache-dir", cache] + arguments, environment: environment)
-        let port = try p.waitForStderr(#/listening on 127\.0\.0\.1:(\d+)/#)
+        let port = try await p.waitForStderr(#/listening on 127\.0\.0\.1:(\d+)/#)
         return (p, Int(port)!)
     }
 
@@ -218,13 +226,13 @@ enum Live {
 
     /// `gateway(_:)` with its cache folder on a small disk (`onSmallDisk`). Returns the gateway,
     /// its port and its cache folder.
-    static func gatewayOnSmallDisk(size: String, taken: Int = 0, _ arguments: [String]) throws -> (LiveProcess, Int, String) {
+    static func gatewayOnSmallDisk(size: String, taken: Int = 0, _ arguments: [String]) async throws -> (LiveProcess, Int, String) {
         let cache = cacheFolder()
         try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
         let p = try LiveProcess(
             "/usr/bin/unshare",
             onSmallDisk(size: size, taken: taken, folder: cache, [binary, "serve", "--listen", "127.0.0.1:0", "--cache-dir", cache] + arguments))
-        let port = try p.waitForStderr(#/listening on 127\.0\.0\.1:(\d+)/#)
+        let port = try await p.waitForStderr(#/listening on 127\.0\.0\.1:(\d+)/#)
         return (p, Int(port)!, cache)
     }
 }
