@@ -47,9 +47,10 @@ Endpoints:
                      timeline says where the live edge is)
   /peer/v1/...       a lying peer: any piece request is answered 200 with 65536 bytes of garbage
   /slow/peer/v1/...  the same at 10 KB/s (a peer on a bad link)
-  /__version         ?name=NAME[&bump=1][&gone=1|0]: bump NAME's version if asked, or have NAME
-                     answer 404 from now on (removed from the origin), or again as before;
-                     answer {"name", "version"}
+  /__version         ?name=NAME[&bump=1][&gone=1|0][&size=N][&noranges=1]: bump NAME's version if
+                     asked, or have NAME answer 404 from now on (removed from the origin), or
+                     again as before; size / noranges: from now on NAME is N bytes / ignores
+                     ranges, whatever its URLs' queries say; answer {"name", "version"}
   /__stats           ?name=NAME: {"requests", "full" (200s with a body), "ranges" (Range
                      header per request, "" for none), "if_range" (If-Range values received),
                      "bytes_sent", "inflight", "max_inflight"} for /obj/ and /redirect/
@@ -297,9 +298,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def send_object(self, name, version):
         q = self.query
-        size = int(q.get("size", "1000000"))
+        with LOCK:
+            o = dict(obj(name))
+        size = int(o.get("size") or q.get("size", "1000000"))
         etag, modified = validators(name, version)
-        r = None if q.get("noranges") == "1" else parse_range(self.headers.get("Range"), size)
+        noranges = o.get("noranges") or q.get("noranges") == "1"
+        r = None if noranges else parse_range(self.headers.get("Range"), size)
         if_range = self.headers.get("If-Range")
         if if_range is not None and if_range not in (etag, modified):
             r = None  # the client's copy is stale: send the whole current object
@@ -369,6 +373,10 @@ class Handler(BaseHTTPRequestHandler):
                 obj(name)["gone"] = True
             elif self.query.get("gone") == "0":
                 obj(name).pop("gone", None)
+            if "size" in self.query:
+                obj(name)["size"] = self.query["size"]
+            if self.query.get("noranges") == "1":
+                obj(name)["noranges"] = True
             version = OBJECTS[name]["version"] if name in OBJECTS else 1
         self.answer_json({"name": name, "version": version})
 

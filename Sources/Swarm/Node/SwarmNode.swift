@@ -512,13 +512,13 @@ public final class SwarmNode: Sendable {
             response = try await origin.fetch(Self.pieceRequest(url, index, checksums.layout))
         } catch where error.code == .tooLarge {
             // An origin that ignores ranges and sends a copy larger than the one prepared.
-            throw originChanged(key, index, checksums, url: url, "the origin's copy of \(key) is larger than the prepared one")
+            throw originDiffers(key, index, checksums, url: url, "the origin's copy of \(key) is larger than the prepared one")
         } catch {
             throw .origin(error)
         }
         switch response.status {
         case 200, 206: break
-        case 416: throw originChanged(key, index, checksums, url: url, "the origin's copy of \(key) is shorter than piece \(index) (416)")
+        case 416: throw originDiffers(key, index, checksums, url: url, "the origin's copy of \(key) is shorter than piece \(index) (416)")
         default: throw .originStatus(response.status, "origin answered \(response.status) for piece \(index) of \(key)")
         }
         let bytes: [UInt8]
@@ -536,7 +536,7 @@ public final class SwarmNode: Sendable {
         let verified = bytes.withUnsafeBytes { checksums.matches(index, $0) }
         guard verified else {
             onBadPiece()
-            throw originChanged(key, index, checksums, url: url, "piece \(index) of \(key) from the origin does not match its checksum")
+            throw originDiffers(key, index, checksums, url: url, "piece \(index) of \(key) from the origin does not match its checksum")
         }
         keep(key, checksums.layout, index, bytes)
         return bytes
@@ -569,6 +569,30 @@ public final class SwarmNode: Sendable {
         return bytes
     }
 
+    /// The origin sent other bytes for piece `index` of `key` from `url`, a player's URL: its
+    /// query may select other bytes under the same path (another variant, or a request made to
+    /// replace a good copy for every player), so the registry drops the copy only once the URL
+    /// it was prepared from says the origin's copy changed (`recheck`, here or at the
+    /// tracker). The player's request fails over to the origin meanwhile.
+    private func originDiffers(_ key: ObjectKey, _ index: Int, _ checksums: PieceChecksums, url: String, _ why: String) -> PieceFailure {
+        let ref = ObjectRef(key: key, url: url)
+        if let link {
+            // This node's checksums are the tracker's answer, asked again at the next request;
+            // the tracker's registry checks the piece from its source and, if the copy changed,
+            // prepares it again and has every node that holds it drop it.
+            if registry.drop(key, ifCopy: checksums) {
+                logger.warning("the origin sent other bytes for a piece; asking the tracker", metadata: ["object": "\(key)", "why": "\(why)"])
+                store.remove(key)
+            }
+            Task { await link.changed(ref, piece: index) }
+        } else if let ready = registry.ready(key), ready.checksums == checksums, ready.entry.sourceURL == url {
+            return originChanged(key, index, checksums, url: url, why)
+        } else {
+            Task { await self.recheck(ref, piece: index) }
+        }
+        return .originChanged(why)
+    }
+
     /// The origin's copy of `key` is no longer the one `checksums` were made from: they and the
     /// pieces held are dropped, and the object is prepared again — unless the registry holds
     /// other checksums by now (a fetch that started before the object was prepared again must
@@ -577,14 +601,8 @@ public final class SwarmNode: Sendable {
         if registry.drop(key, ifCopy: checksums) {
             logger.warning("the origin's copy changed; preparing the object again", metadata: ["object": "\(key)", "why": "\(why)"])
             store.remove(key)
-            if let link {
-                // The tracker's registry checks the piece itself and prepares the object again;
-                // the next request asks it.
-                Task { await link.changed(ObjectRef(key: key, url: url), piece: index) }
-            } else {
-                prepareQueue.enqueue(key, url: url, urgent: true)
-                copyDroppedObserver.withLock { $0 }?(key, checksums)
-            }
+            prepareQueue.enqueue(key, url: url, urgent: true)
+            copyDroppedObserver.withLock { $0 }?(key, checksums)
         }
         return .originChanged(why)
     }
