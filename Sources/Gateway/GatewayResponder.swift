@@ -99,6 +99,9 @@ public final class GatewayResponder: HTTPResponder {
                 throw GatewayFailure(.uriTooLong, "request line longer than 8 KiB")
             }
             let path = target.prefix { $0 != "?" }
+            if let via = request.headers[.via], let refused = Self.refusal(via: via, proxyPath: Self.isProxyPath(path)) {
+                throw refused
+            }
             if path == "/prepare" || path == "/jobs" || path.hasPrefix("/jobs/") {
                 route = path.hasPrefix("/jobs/") ? "/jobs/*" : String(path)
                 if let refused = admin.failure(admin.verdict(remote: context.remoteAddress, authorization: request.headers[.authorization])) {
@@ -129,6 +132,31 @@ public final class GatewayResponder: HTTPResponder {
             response = failure.response
         }
         return finish(response, request: request, route: route, xresid: xresid, start: start)
+    }
+
+    /// This process's name in the `Via` header of its origin requests (`swarmgate-` and eight
+    /// random hex digits): a request that carries it came from this gateway.
+    static let pseudonym = "swarmgate-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
+
+    /// A request that a swarmgate gateway made to its origin (its `Via` names one): never the
+    /// operator's, so it reaches no endpoint of this node's own (`/jobs` lists origin URLs
+    /// with their tokens to loopback callers, and the gateway's own fetch comes from
+    /// loopback); and one from this very gateway, to a proxy URL, is a loop (508), which a
+    /// proxy URL that names the gateway inside itself would otherwise run many times over.
+    static func refusal(via: String, proxyPath: Bool) -> GatewayFailure? {
+        let hops = via.split(separator: ",").compactMap { $0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first }
+        if hops.contains(where: { $0 == pseudonym }) {
+            return GatewayFailure(HTTPResponse.Status(code: 508, reasonPhrase: "Loop Detected"), "this request came from this gateway: the URL names the gateway itself")
+        }
+        if !proxyPath && hops.contains(where: { $0.hasPrefix("swarmgate-") }) {
+            return GatewayFailure(.forbidden, "a gateway's request to its origin reaches proxy paths only")
+        }
+        return nil
+    }
+
+    /// Whether `path` is a proxy URL's (a virtual host's), not one of the node's endpoints.
+    static func isProxyPath(_ path: Substring) -> Bool {
+        (path.hasPrefix("/hls.vod.p2p.com/") || path.hasPrefix("/xdfs.p2p.com/")) && path != "/xdfs.p2p.com/feature"
     }
 
     /// Counts and logs an answer: one structured line per request.

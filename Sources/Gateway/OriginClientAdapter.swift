@@ -5,13 +5,16 @@ public final class OriginClientAdapter: OriginFetching {
     public let client: OriginClient
 
     /// `allowOrigins` empty: any host whose address is public (SPEC section 5).
-    public init(allowOrigins: [String], idleTimeout: Duration = .seconds(10), maxObjectSize: Int64 = 4 << 30) throws(SettingsError) {
+    /// `proxy`: the client of a gateway or tracker (its requests name it in `Via`), not of
+    /// the command line's calls to a gateway's endpoints.
+    public init(allowOrigins: [String], idleTimeout: Duration = .seconds(10), maxObjectSize: Int64 = 4 << 30, proxy: Bool = false) throws(SettingsError) {
         var configuration = OriginClient.Configuration()
         configuration.idleTimeout = idleTimeout
         configuration.maxBodySize = maxObjectSize
         // Per transfer, what the origin may send ahead of a slow player: with a thousand
         // players on one node this, not the object size, is what bounds memory.
         configuration.bodyBufferSize = 32 << 10
+        if proxy { configuration.via = "1.1 " + GatewayResponder.pseudonym }
         if !allowOrigins.isEmpty {
             var entries: [AllowedOrigin] = []
             for entry in allowOrigins {

@@ -38,6 +38,9 @@ extension OriginClient {
         public var bodyBufferSize = 1 << 20
         public var httpVersion = HTTPVersion.http2OverTLS
         public var userAgent = "swarmgate/0.1"
+        /// A `Via` header sent with every request (RFC 9110 section 7.6.3), naming this proxy:
+        /// a request that comes back to it (a URL that names the gateway itself) is known.
+        public var via: String?
         public var addressPolicy = AddressPolicy()
         /// PEM certificates of the authorities that TLS origins are verified against; nil:
         /// the system's store. Verification of the peer and its host name is always on.

@@ -1,5 +1,5 @@
 import Foundation
-import Gateway
+@testable import Gateway
 import NIOCore
 import Testing
 import TestScratch
@@ -31,6 +31,56 @@ struct AdminAccessTests {
                 #expect(access.verdict(remote: from, authorization: wrong) == .needsToken, "\(ip): \(String(describing: wrong))")
             }
         }
+    }
+
+    /// `Via` as the gateway reads it: its own name anywhere in the list is a loop; another
+    /// gateway's reaches proxy paths only; other proxies' (a load balancer's) change nothing.
+    @Test func viaNamesTheGatewaysThatARequestCameThrough() {
+        let own = GatewayResponder.pseudonym
+        #expect(own.hasPrefix("swarmgate-") && own.count > 10)
+        #expect(GatewayResponder.refusal(via: "1.1 " + own, proxyPath: true)?.status.code == 508)
+        #expect(GatewayResponder.refusal(via: "1.1 google,  HTTP/1.1 \(own) (comment)", proxyPath: false)?.status.code == 508)
+        #expect(GatewayResponder.refusal(via: "1.1 swarmgate-0badc0de", proxyPath: true) == nil, "another gateway's fetch of a proxy URL")
+        #expect(GatewayResponder.refusal(via: "1.1 swarmgate-0badc0de", proxyPath: false)?.status == .forbidden)
+        #expect(GatewayResponder.refusal(via: "1.1 google, 1.0 fred", proxyPath: false) == nil)
+        #expect(GatewayResponder.isProxyPath("/hls.vod.p2p.com/cdn/a.ts") && GatewayResponder.isProxyPath("/xdfs.p2p.com/cdn/a.mp4"))
+        #expect(!GatewayResponder.isProxyPath("/xdfs.p2p.com/feature") && !GatewayResponder.isProxyPath("/jobs"))
+    }
+
+    /// A proxy URL that names the gateway itself (an operator allowed loopback origins): the
+    /// gateway's own fetch comes from loopback, but carries its `Via`, so it reaches none of
+    /// the node's endpoints (`/jobs` lists origin URLs with their tokens), and a proxy URL
+    /// nested in itself is a loop, answered 508 at the first hop back, not run again at each
+    /// level with retries (five levels made 202 requests; found by an attack).
+    @Test func proxyURLsThatNameTheGatewayItselfReachNothingOfItsOwn() async throws {
+        let (origin, originPort) = try await Live.objectOrigin()
+        defer { origin.stop() }
+        let (g, port) = try await Live.gateway(["--allow-origin", "127.0.0.1"])
+        defer { g.stop() }
+        let base = "http://127.0.0.1:\(port)"
+        let prepared = try await HTTP.post(base + "/prepare", json: "{\"url\":\"http://127.0.0.1:\(originPort)/obj/secret.ts?size=1000&token=SECRET42\"}")
+        #expect(prepared.status == 202, "\(prepared.status) \(prepared.text)")
+        #expect(try await HTTP.get(base + "/jobs").text.contains("SECRET42"), "a loopback caller sees the tokens")
+        for own in ["/jobs", "/xdfs.p2p.com/feature?upload=0", "/stat", "/peers"] {
+            for _ in 0..<3 {
+                let r = try await HTTP.get(base + "/hls.vod.p2p.com/127.0.0.1:\(port)" + own)
+                #expect(!r.text.contains("SECRET42") && r.status != 200, "\(own): \(r.status) \(r.text.prefix(200))")
+                try await Task.sleep(for: .milliseconds(200))
+            }
+        }
+        let feature = try await HTTP.get(base + "/xdfs.p2p.com/feature")
+        #expect(feature.text.contains("\"upload\":true"), "uploads still on: \(feature.text)")
+
+        let routes = { g.stderr.components(separatedBy: "request.route=/hls.vod.p2p.com/*").count - 1 }
+        let before = routes()
+        let inner = "/hls.vod.p2p.com/127.0.0.1:\(originPort)/obj/loop.ts?size=1000"
+        let nested = (0..<5).reduce(inner) { url, _ in "/hls.vod.p2p.com/127.0.0.1:\(port)" + url }
+        let started = ContinuousClock.now
+        let looped = try await HTTP.get(base + nested)
+        #expect(looped.status != 200, "\(looped.status) \(looped.text)")
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(routes() - before <= 8, "requests the gateway answered for one nested URL: \(routes() - before)")
+        #expect(ContinuousClock.now - started < .seconds(10))
     }
 
     /// Through a gateway: the token is asked for (401 with `WWW-Authenticate`), a wrong one

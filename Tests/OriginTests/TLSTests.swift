@@ -89,6 +89,10 @@ final class TLSOrigin: @unchecked Sendable {
         try Data(conf.utf8).write(to: URL(fileURLWithPath: folder + "/nginx.conf"))
         process.executableURL = URL(fileURLWithPath: Self.nginx)
         process.arguments = ["-c", folder + "/nginx.conf", "-p", folder]
+        // Not the test process's own output: nginx would hold it open, and the test runner
+        // would wait on it for good should this process crash.
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
         let deadline = ContinuousClock.now + .seconds(10)

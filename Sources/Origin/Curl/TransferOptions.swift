@@ -20,7 +20,7 @@ struct TransferOptions: Sendable {
         self.method = method
         self.body = request.body
         self.range = request.range
-        self.headers = request.headers
+        self.headers = request.headers + (c.via.map { [(name: "Via", value: $0)] } ?? [])
         self.connectTimeout = request.timeouts.connect ?? c.connectTimeout
         self.idleTimeout = request.timeouts.idle ?? c.idleTimeout
         self.totalTimeout = request.timeouts.total ?? c.totalTimeout

@@ -101,7 +101,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let server = GatewayServer(configuration: configuration, credentials: credentials, logger: logger)
         try await server.run(demoRoot: demoRoot, makeOrigin: { c in
-            try OriginClientAdapter(allowOrigins: c.allowOrigins, idleTimeout: c.originIdleTimeout, maxObjectSize: c.maxObjectSize)
+            try OriginClientAdapter(allowOrigins: c.allowOrigins, idleTimeout: c.originIdleTimeout, maxObjectSize: c.maxObjectSize, proxy: true)
         }) { port, demo in
             let publicURL = configuration.publicURLIsDefault
                 ? GatewayConfiguration.defaultPublicURLFor(host: configuration.host, port: port) : configuration.publicURL

@@ -70,7 +70,7 @@ struct TrackerCommand: AsyncParsableCommand {
         logger.logLevel = .info
         let c = configuration
         try await GatewayServer(configuration: c, credentials: credentials, logger: logger).run(makeOrigin: { c in
-            try OriginClientAdapter(allowOrigins: c.allowOrigins, idleTimeout: c.originIdleTimeout, maxObjectSize: c.maxObjectSize)
+            try OriginClientAdapter(allowOrigins: c.allowOrigins, idleTimeout: c.originIdleTimeout, maxObjectSize: c.maxObjectSize, proxy: true)
         }) { bound, _ in
             let host = c.host.contains(":") ? "[\(c.host)]" : c.host
             StandardError.write("swarmgate tracker \(GatewayResponder.version) listening on \(host):\(bound), ws://\(host):\(bound)/swarm/v1/ws\n")
