@@ -15,7 +15,8 @@ Endpoints:
                      Content-Range bytes */SIZE, several ranges are ignored (200). An If-Range
                      that is neither the current ETag nor Last-Modified turns a Range into 200.
                      ?throttle=B: at most B body bytes per second. ?nolength=1: no
-                     Content-Length, the body ends when the connection closes. ?noranges=1:
+                     Content-Length, the body ends when the connection closes. ?coding=C: a
+                     Content-Encoding: C header (the bytes are the same). ?noranges=1:
                      Range is ignored (200, the whole object).
                      ?resetafter=N[&resets=K]: the first K (default 1) responses for NAME whose
                      body spans offset N send the bytes before N, then a TCP RST.
@@ -337,6 +338,8 @@ class Handler(BaseHTTPRequestHandler):
         if q.get("novalidators") != "1":
             self.send_header("ETag", etag)
             self.send_header("Last-Modified", modified)
+        if q.get("coding"):
+            self.send_header("Content-Encoding", q["coding"])
         self.end_headers()
         if head:
             return

@@ -82,6 +82,12 @@ struct Preparer: Sendable {
                 throw Failure(head: head)
             }
             let validator = Self.validator(response)
+            // Bytes in a content coding (gzip) are not the object's: kept, they would be served
+            // without the coding, and no player could decode them.
+            if (200..<300).contains(response.status), let coding = Self.contentCoding(response) {
+                onHead(.uncacheable("origin sent the object in a content coding (\(coding))"))
+                throw Failure(head: .uncacheable("origin sent \(job.url) with Content-Encoding \(coding)"))
+            }
             switch response.status {
             case 206 where job.bytesDone > 0:
                 // Resumed: the rest of the same version. Anything else starts over.
@@ -172,6 +178,14 @@ struct Preparer: Sendable {
     }
 
     /// The validator for `If-Range`: a strong ETag, else Last-Modified.
+    /// The response's content coding, if it names one other than `identity`.
+    static func contentCoding(_ response: OriginResponse) -> String? {
+        guard let coding = response.header("Content-Encoding")?.trimmingCharacters(in: .whitespaces), !coding.isEmpty,
+            coding.lowercased() != "identity"
+        else { return nil }
+        return coding
+    }
+
     static func validator(_ r: OriginResponse) -> String? {
         if let etag = r.header("ETag"), !etag.hasPrefix("W/") { return etag }
         return r.header("Last-Modified")
