@@ -82,6 +82,19 @@ public struct GatewayConfiguration: Sendable {
     /// `http://HOST:PORT` for a listen address (a wildcard host becomes 127.0.0.1).
     public static func defaultPublicURLFor(host: String, port: Int) -> String { defaultPublicURL(host: host, port: port) }
 
+    /// A URL that proxy or piece paths are appended to: http(s)://HOST[:PORT][/PATH], a port
+    /// from 1 to 65535, no user, query or fragment (each would end up inside every URL written).
+    public static func checkBaseURL(_ url: String, _ setting: String) throws(SettingsError) {
+        let origin: OriginURL
+        do { origin = try OriginURL(url) } catch { throw SettingsError("\(setting): \(error.message)") }
+        guard origin.query == nil, !url.contains("#"), !url.contains("?") else {
+            throw SettingsError("\(setting) must not have a query or a fragment: '\(url)'")
+        }
+        guard ProxyURL.isValidAuthority(origin.authority) else {
+            throw SettingsError("\(setting) needs a host, and a port from 1 to 65535: '\(url)'")
+        }
+    }
+
     static func defaultPublicURL(host: String, port: Int) -> String {
         let h = host == "0.0.0.0" || host == "::" ? "127.0.0.1" : host
         return "http://\(h.contains(":") ? "[\(h)]" : h):\(port)"
@@ -97,9 +110,7 @@ public struct GatewayConfiguration: Sendable {
         guard let keys = KeyURIMode(rawValue: s["key-uris"] ?? "origin") else {
             throw SettingsError("key-uris must be origin or proxy")
         }
-        if let url = s["public-url"] {
-            do { _ = try OriginURL(url) } catch { throw SettingsError("public-url: \(error.message)") }
-        }
+        if let url = s["public-url"] { try Self.checkBaseURL(url, "public-url") }
         self.init(
             host: host, port: port, publicURL: s["public-url"], inheritQuery: InheritQuery(setting: s["inherit-query"] ?? ""),
             keyURIs: keys, allowOrigins: s.list("allow-origin"), cacheDirectory: s["cache-dir"] ?? "swarmgate-cache",
@@ -121,7 +132,7 @@ public struct GatewayConfiguration: Sendable {
         }
         registryFile = s["db"]
         if let url = s["peer-url"] {
-            do { _ = try OriginURL(url) } catch { throw SettingsError("peer-url: \(error.message)") }
+            try Self.checkBaseURL(url, "peer-url")
             peerURL = url
         }
         if let t = s["peer-deadline"], t != "auto" {

@@ -67,6 +67,20 @@ struct SettingsTests {
         }
     }
 
+    /// Every URL the gateway writes starts with its public URL (and every piece URL with its
+    /// peer URL): one with a query, a fragment, user info or a port out of range is refused at
+    /// start, not written into every playlist.
+    @Test(arguments: ["http://gw/pre?x=1", "http://gw/#f", "http://gw:99999", "http://gw:0", "http://u@gw", "ftp://gw", "gw:8080"])
+    func publicAndPeerURLsThatCannotStartAURLAreRefused(url: String) throws {
+        for setting in ["public-url", "peer-url"] {
+            #expect(throws: SettingsError.self, "\(setting) \(url)") {
+                try GatewayConfiguration(try Settings(SettingDefinitions.serve, flags: [setting: url], environment: [:]))
+            }
+        }
+        let kept = try GatewayConfiguration(try Settings(SettingDefinitions.serve, flags: ["public-url": "https://gw.example:8443/edge"], environment: [:]))
+        #expect(kept.publicURL == "https://gw.example:8443/edge")
+    }
+
     @Test func swarmSettingsAreTyped() throws {
         let auto = try GatewayConfiguration(try settings())
         #expect(auto.peerDeadline == nil, "auto: from the segment's duration")

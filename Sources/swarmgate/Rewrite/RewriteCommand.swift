@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Gateway
 import Manifest
 
 /// `swarmgate rewrite`: rewrites playlists and MPDs on disk (SPEC section 4).
@@ -41,8 +42,10 @@ struct RewriteCommand: AsyncParsableCommand {
             throw ValidationError("--key-uris must be 'origin' or 'proxy'")
         }
         if let xresid { _ = try checked { () throws(ManifestError) in try XResID(xresid) } }
-        _ = try checked { () throws(ManifestError) in try OriginURL(baseURL) }
-        _ = try checked { () throws(ManifestError) in try OriginURL(gateway) }
+        let base = try checked { () throws(ManifestError) in try OriginURL(baseURL) }
+        // A port past 65535 is written into every URL, and the gateway refuses them all.
+        guard ProxyURL.isValidAuthority(base.authority) else { throw ValidationError("--base-url needs a port from 1 to 65535: '\(baseURL)'") }
+        do { try GatewayConfiguration.checkBaseURL(gateway, "--gateway") } catch { throw ValidationError(error.message) }
         if inputs.filter({ $0 == "-" }).count > 1 { throw ValidationError("stdin (-) can be read once") }
     }
 
