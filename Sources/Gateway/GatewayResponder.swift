@@ -111,7 +111,7 @@ public final class GatewayResponder: HTTPResponder {
                 return finish(response, request: request, route: route, xresid: nil, start: start)
             }
             guard request.method == .get || request.method == .head else {
-                throw GatewayFailure(.methodNotAllowed, "only GET and HEAD")
+                throw GatewayFailure(.methodNotAllowed, "only GET and HEAD", headers: [.allow: "GET, HEAD"])
             }
             switch path {
             case "/health": route = "/health"; response = health()

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import Manifest
+import NIOCore
 import ServiceLifecycle
 import Swarm
 
@@ -96,7 +97,11 @@ public struct GatewayServer: Sendable {
             // The piece index is written behind the pieces; a stop writes what is left.
             do { try node.store.flush() } catch { logger.error("piece index not written at stop", metadata: ["error": "\(error)"]) }
         }
-        try await group.run()
+        do {
+            try await group.run()
+        } catch let error as IOError where error.errnoCode == EADDRINUSE || error.errnoCode == EADDRNOTAVAIL || error.errnoCode == EACCES {
+            throw ListenFailure(host: c.host, port: c.port, errno: error.errnoCode)
+        }
     }
 
     /// A port on 127.0.0.1 that nothing listens on right now.
@@ -176,5 +181,22 @@ extension GatewayServer {
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
         limit.rlim_cur = limit.rlim_max
         _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+}
+
+/// The listen address could not be taken: what a `bind` error says, with the address.
+public struct ListenFailure: Error, CustomStringConvertible {
+    public let host: String
+    public let port: Int
+    public let errno: Int32
+
+    public var description: String {
+        let address = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        switch errno {
+        case EADDRINUSE: return "cannot listen on \(address): the address is in use (another swarmgate, or another server)"
+        case EADDRNOTAVAIL: return "cannot listen on \(address): no interface of this machine has that address"
+        case EACCES: return "cannot listen on \(address): permission denied (ports below 1024 need privileges)"
+        default: return "cannot listen on \(address): \(String(cString: strerror(errno)))"
+        }
     }
 }

@@ -10,15 +10,15 @@ import Swarm
 extension GatewayResponder {
     func jobsAPI(path: Substring, request: Request) async throws(GatewayFailure) -> Response {
         if path == "/prepare" {
-            guard request.method == .post else { throw GatewayFailure(.methodNotAllowed, "POST /prepare") }
+            guard request.method == .post else { throw GatewayFailure(.methodNotAllowed, "POST /prepare", headers: [.allow: "POST"]) }
             return try await prepare(request)
         }
         if path == "/jobs/status" {
-            guard request.method == .post else { throw GatewayFailure(.methodNotAllowed, "POST /jobs/status") }
+            guard request.method == .post else { throw GatewayFailure(.methodNotAllowed, "POST /jobs/status", headers: [.allow: "POST"]) }
             return try await jobsStatus(request)
         }
         if path == "/jobs" {
-            guard request.method == .get || request.method == .head else { throw GatewayFailure(.methodNotAllowed, "GET /jobs") }
+            guard request.method == .get || request.method == .head else { throw GatewayFailure(.methodNotAllowed, "GET /jobs", headers: [.allow: "GET, HEAD"]) }
             return JSONBody.response([("jobs", .array(node.prepareQueue.jobs().map { .object(Self.fields($0)) }))])
         }
         // /jobs/ID[/pause|/resume|/cancel]

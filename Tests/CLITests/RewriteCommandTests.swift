@@ -221,6 +221,20 @@ struct RewriteCommandTests {
         #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("o/a.m3u8").path))
     }
 
+    /// One INPUT that is not there is that failure, not a call for --output; two INPUTs that
+    /// would be written to one output file (a file and a folder's of the same name) are
+    /// refused before anything is written (the first was silently lost).
+    @Test func aLoneMissingInputAndTwoInputsForOneOutputAreNamed() throws {
+        let lone = try SwarmgateProcess.run(["rewrite", "--base-url", "http://h/", "/nonexistent/alone.m3u8"])
+        #expect(lone.status == 1 && lone.stderr.contains("/nonexistent/alone.m3u8: no such file or folder"), "\(lone.status) \(lone.stderr)")
+        let dir = try folder(["a.m3u8": Self.media, "sub/a.m3u8": Self.media])
+        let out = dir.appendingPathComponent("o").path
+        let both = try SwarmgateProcess.run(["rewrite", "--base-url", "http://h/", "--output", out,
+            dir.appendingPathComponent("a.m3u8").path, dir.appendingPathComponent("sub").path])
+        #expect(both.status == 2 && both.stderr.contains("would both be written to"), "\(both.status) \(both.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: out + "/a.m3u8"))
+    }
+
     @Test func helpExitsZero() throws {
         let r = try SwarmgateProcess.run(["rewrite", "--help"])
         #expect(r.status == 0)

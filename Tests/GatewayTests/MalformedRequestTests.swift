@@ -32,6 +32,38 @@ struct MalformedRequestTests {
         #expect(try await HTTP.get("http://127.0.0.1:\(port)/health").status == 200)
     }
 
+    /// A method an endpoint does not take is 405 with the `Allow` it takes (RFC 9110 15.5.6),
+    /// and `swarmgate health` says why it fails: the status a gateway answered, or the error.
+    @Test func refusedMethodsSayWhatIsAllowedAndHealthSaysWhyItFails() async throws {
+        let (origin, originPort) = try await Live.objectOrigin()
+        defer { origin.stop() }
+        let (g, port) = try await Live.gateway([])
+        defer { g.stop() }
+        let base = "http://127.0.0.1:\(port)"
+        for (path, method, allow) in [
+            ("/prepare", "GET", "POST"), ("/jobs/status", "GET", "POST"), ("/jobs", "DELETE", "GET, HEAD"),
+            ("/hls.vod.p2p.com/cdn.example.com/a.ts", "PUT", "GET, HEAD"), ("/health", "POST", "GET, HEAD"),
+        ] {
+            let r = try await HTTP.get(base + path, method: method)
+            #expect(r.status == 405 && r.headers["allow"] == allow, "\(method) \(path): \(r.status) \(r.headers)")
+        }
+        let healthy = try LiveProcess(Live.binary, ["health", base])
+        #expect(await healthy.waitForExit(timeout: .seconds(20)) == 0, "\(healthy.stderr)")
+        let notAGateway = try LiveProcess(Live.binary, ["health", "http://127.0.0.1:\(originPort)"])
+        #expect(await notAGateway.waitForExit(timeout: .seconds(20)) == 1)
+        #expect(notAGateway.stderr.contains("/health answered 404"), "\(notAGateway.stderr)")
+    }
+
+    /// A second gateway on a port the first holds says which address it could not take (it
+    /// printed a bind() call's errno).
+    @Test func aListenAddressInUseIsNamed() async throws {
+        let (g, port) = try await Live.gateway([])
+        defer { g.stop() }
+        let second = try LiveProcess(Live.binary, ["serve", "--listen", "127.0.0.1:\(port)", "--cache-dir", Live.cacheFolder()])
+        #expect(await second.waitForExit(timeout: .seconds(20)) != 0)
+        #expect(second.stderr.contains("cannot listen on 127.0.0.1:\(port): the address is in use"), "\(second.stderr)")
+    }
+
     @Test func malformedRequestsAreAnswered400AndClosedAtOnce() async throws {
         let (g, port) = try await Live.gateway([])
         defer { g.stop() }

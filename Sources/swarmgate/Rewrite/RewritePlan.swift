@@ -49,6 +49,11 @@ struct RewritePlan: Sendable {
             jobs = [RewriteJob(source: source, url: baseURL, destination: output.map { .file($0) } ?? .stdout)]
             return
         }
+        // One INPUT that is not there: a failure of that input (it said --output was needed).
+        if inputs.count == 1, output == nil, isDirectory(inputs[0]) == nil {
+            missing = inputs
+            return
+        }
         guard let output else {
             throw ValidationError("--output is required for a folder or for several inputs")
         }
@@ -72,6 +77,15 @@ struct RewritePlan: Sendable {
                 jobs.append(RewriteJob(
                     source: .file(input), url: try Self.url(of: name, in: folderBase),
                     destination: .file((output as NSString).appendingPathComponent(name))))
+            }
+        }
+        // Two inputs of one name (a file and a folder's, or two folders') would be written to
+        // one output file, the first lost.
+        var written: [String: String] = [:]
+        for job in jobs {
+            guard case .file(let destination) = job.destination, case .file(let source) = job.source else { continue }
+            if let other = written.updateValue(source, forKey: destination) {
+                throw ValidationError("\(other) and \(source) would both be written to \(destination)")
             }
         }
     }

@@ -132,10 +132,14 @@ struct HealthCommand: AsyncParsableCommand {
         var base = url
         while base.hasSuffix("/") { base.removeLast() }
         let probe: OriginClientAdapter
-        do { probe = try OriginClientAdapter(allowOrigins: [Self.authority(of: base)]) } catch { throw ExitCode(1) }
+        do { probe = try OriginClientAdapter(allowOrigins: [Self.authority(of: base)]) } catch {
+            StandardError.write("swarmgate health: cannot probe '\(url)': \(error)\n")
+            throw ExitCode(1)
+        }
         do {
             let answer = try await probe.fetch(OriginFetch(url: base + "/health", maxBodySize: 1 << 16))
             if answer.status == 200 { return }
+            StandardError.write("swarmgate health: \(base)/health answered \(answer.status)\n")
         } catch {
             StandardError.write("swarmgate health: \(error)\n")
         }
