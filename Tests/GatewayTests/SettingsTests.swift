@@ -81,6 +81,25 @@ struct SettingsTests {
         #expect(kept.publicURL == "https://gw.example:8443/edge")
     }
 
+    /// A file written on Windows (CRLF) reads as the same file; a decimal reads as a flag
+    /// would give it (`live_hold = 0.5`); a missing or unreadable file is named in a few words.
+    @Test func crlfLinesDecimalsAndUnreadableFilesAreRead() throws {
+        let windows = try settings(file: Self.file.replacingOccurrences(of: "\n", with: "\r\n"))
+        #expect(windows["listen"] == "0.0.0.0:9000" && windows.list("allow-origin") == ["cdn.example.com", "*.example.net"])
+        let decimal = try settings(file: "live_hold = 0.5\norigin_idle_timeout = 2.25\n")
+        #expect(decimal["live-hold"] == "0.5" && decimal["origin-idle-timeout"] == "2.25")
+        #expect(try GatewayConfiguration(decimal).originIdleTimeout == .milliseconds(2250))
+        #expect(throws: SettingsError.self) { try settings(file: "live_hold = 0.5.1\n") }
+        for (path, why) in [("/nonexistent/swarmgate.toml", "no such file"), (NSTemporaryDirectory(), "it is a folder")] {
+            do {
+                _ = try Settings(SettingDefinitions.serve, flags: ["config": path], environment: [:])
+                Issue.record("\(path) was read")
+            } catch {
+                #expect(error.message == "cannot read config file \(path): \(why)")
+            }
+        }
+    }
+
     @Test func swarmSettingsAreTyped() throws {
         let auto = try GatewayConfiguration(try settings())
         #expect(auto.peerDeadline == nil, "auto: from the segment's duration")

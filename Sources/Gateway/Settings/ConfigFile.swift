@@ -1,7 +1,7 @@
 import Foundation
 
 /// The config file: TOML, the part of it settings need — top-level `key = value` lines with
-/// strings, integers, booleans and one-line arrays of strings, and comments. Anything else is
+/// strings, integers, decimals, booleans and one-line arrays of strings, and comments. Anything else is
 /// refused with the line named, so a typo never silently changes nothing.
 enum ConfigFile {
     enum Value: Hashable {
@@ -9,11 +9,15 @@ enum ConfigFile {
         case integer(Int)
         case bool(Bool)
         case list([String])
+        /// A decimal number (a TOML float, `0.5`), kept as written: settings read numbers from
+        /// text, as flags give them.
+        case decimal(String)
     }
 
     static func parse(_ text: String, path: String) throws(SettingsError) -> [String: Value] {
         var out: [String: Value] = [:]
-        for (i, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        // "\r\n" is one Character: a file written on Windows is split there too.
+        for (i, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }).enumerated() {
             let line = raw.hasSuffix("\r") ? raw.dropLast() : raw
             func fail(_ why: String) -> SettingsError { SettingsError("\(path):\(i + 1): \(why)") }
             var rest = Substring(line).trimmingASCIISpaces
@@ -49,6 +53,11 @@ enum ConfigFile {
                 if token == "true" { value = .bool(true) }
                 else if token == "false" { value = .bool(false) }
                 else if let n = Int(token.replacingOccurrences(of: "_", with: "")) { value = .integer(n) }
+                else if token.contains("."), token.allSatisfy({ $0.isASCII && ($0.isNumber || "+-._".contains($0)) }),
+                    Double(token.replacingOccurrences(of: "_", with: "")) != nil
+                {
+                    value = .decimal(token.replacingOccurrences(of: "_", with: ""))
+                }
                 else { throw fail("cannot read value '\(token)' (strings need quotes)") }
             }
             guard rest.isEmpty || rest.hasPrefix("#") else { throw fail("unexpected text after the value") }

@@ -24,7 +24,9 @@ public struct Settings: Sendable {
         var file: [String: ConfigFile.Value] = [:]
         if let configPath {
             let text: String
-            do { text = try readFile(configPath) } catch { throw SettingsError("cannot read config file \(configPath): \(error)") }
+            do { text = try readFile(configPath) } catch {
+                throw SettingsError("cannot read config file \(configPath): \(Self.fileProblem(configPath, error))")
+            }
             file = try ConfigFile.parse(text, path: configPath)
             let keys = Dictionary(definitions.map { ($0.fileKey, $0) }, uniquingKeysWith: { a, _ in a })
             for key in file.keys where keys[key] == nil {
@@ -43,6 +45,7 @@ public struct Settings: Sendable {
                 case (.bool(let b), .toggle): values[d.name] = b ? "true" : "false"
                 case (.string(let s), .text), (.string(let s), .toggle): values[d.name] = s
                 case (.integer(let i), .text): values[d.name] = String(i)
+                case (.decimal(let n), .text): values[d.name] = n
                 default: throw SettingsError("\(configPath ?? ""): '\(d.fileKey)' has the wrong type")
                 }
             } else if let v = d.defaultValue {
@@ -50,6 +53,15 @@ public struct Settings: Sendable {
                 if d.kind == .list { lists[d.name] = Self.splitList(v) }
             }
         }
+    }
+
+    /// Why a file could not be read, in a few words (not Foundation's error dump).
+    static func fileProblem(_ path: String, _ error: any Error) -> String {
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else { return "no such file" }
+        if isFolder.boolValue { return "it is a folder" }
+        if !FileManager.default.isReadableFile(atPath: path) { return "permission denied" }
+        return "not UTF-8 text (\((error as NSError).localizedDescription))"
     }
 
     static func splitList(_ s: String) -> [String] {
