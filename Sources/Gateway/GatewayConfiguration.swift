@@ -87,7 +87,7 @@ public struct GatewayConfiguration: Sendable {
     public static func checkBaseURL(_ url: String, _ setting: String) throws(SettingsError) {
         let origin: OriginURL
         do { origin = try OriginURL(url) } catch { throw SettingsError("\(setting): \(error.message)") }
-        guard origin.query == nil, !url.contains("#"), !url.contains("?") else {
+        guard !url.contains("?"), !url.contains("#") else {
             throw SettingsError("\(setting) must not have a query or a fragment: '\(url)'")
         }
         guard ProxyURL.isValidAuthority(origin.authority) else {

@@ -156,7 +156,8 @@ public final class GatewayResponder: HTTPResponder {
 
     /// Whether `path` is a proxy URL's (a virtual host's), not one of the node's endpoints.
     static func isProxyPath(_ path: Substring) -> Bool {
-        (path.hasPrefix("/hls.vod.p2p.com/") || path.hasPrefix("/xdfs.p2p.com/")) && path != "/xdfs.p2p.com/feature"
+        let segments = path.split(separator: "/", maxSplits: 1)
+        return path != "/xdfs.p2p.com/feature" && segments.count == 2 && ProxyURL.VirtualHost(rawValue: String(segments[0])) != nil
     }
 
     /// Counts and logs an answer: one structured line per request.

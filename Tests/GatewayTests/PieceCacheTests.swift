@@ -188,6 +188,18 @@ final class PieceCacheTests {
         try h.close()
     }
 
+    /// A gateway without a memory cache that holds `/obj/NAME?size=200000` whole (its answer
+    /// then), with a byte of the object's second piece flipped on disk since: the next request
+    /// for that piece goes to the origin.
+    func heldWithAFlippedPiece(_ name: String) async throws -> (LiveProcess, Int, path: String, before: HTTPResult) {
+        let cache = Live.cacheFolder()
+        let (g, port) = try await gateway(cache: cache, ["--memory-cache-size", "0"])
+        let path = "/obj/\(name)?size=200000"
+        let before = try await Live.whenReady(proxied(port, path))
+        try flipByte(at: 70_000, inTheOnlyObjectOf: cache)
+        return (g, port, path, before)
+    }
+
     /// A piece the node must fetch again (a byte of it flipped on disk), from an origin whose
     /// copy changed since it was prepared: the player is sent to the origin (the checksums no
     /// longer stand) rather than given a 502, and the new copy is prepared and served. A copy
@@ -195,14 +207,10 @@ final class PieceCacheTests {
     /// ignores ranges, is the same; one that is gone is the origin's 404.
     @Test(arguments: ["bump=1", "size=1000", "size=300000&noranges=1", "gone=1"])
     func anOriginCopyThatChangedSendsThePlayerThereAndTheNewCopyIsPrepared(change: String) async throws {
-        let cache = Live.cacheFolder()
-        let (g, port) = try await gateway(cache: cache, ["--memory-cache-size", "0"])
-        defer { g.stop() }
         let name = "renewed-\(change.prefix(6)).ts"
-        let path = "/obj/\(name)?size=200000"
-        let before = try await Live.whenReady(proxied(port, path))
+        let (g, port, path, before) = try await heldWithAFlippedPiece(name)
+        defer { g.stop() }
         #expect(before.headers["etag"] == "\"\(name)-v1\"")
-        try flipByte(at: 70_000, inTheOnlyObjectOf: cache)
         _ = try await HTTP.get(originBase + "/__version?name=\(name)&\(change)")
         let sent = try await HTTP.get(proxied(port, path), headers: ["Range": "bytes=65536-65600"])
         if change == "gone=1" {
@@ -224,15 +232,11 @@ final class PieceCacheTests {
     /// for its URL, and the copy every other player gets stays the one prepared. (The copy was
     /// dropped and prepared again from that URL, and every player got its bytes.)
     @Test func aQueryThatSelectsOtherBytesDoesNotReplaceTheCopy() async throws {
-        let cache = Live.cacheFolder()
-        let (g, port) = try await gateway(cache: cache, ["--memory-cache-size", "0"])
-        defer { g.stop() }
         let name = "kept.ts"
-        let path = "/obj/\(name)?size=200000"
-        let before = try await Live.whenReady(proxied(port, path))
+        let (g, port, path, before) = try await heldWithAFlippedPiece(name)
+        defer { g.stop() }
         let origin = try await direct(path)
         #expect(before.status == 200 && before.body == origin)
-        try flipByte(at: 70_000, inTheOnlyObjectOf: cache)
         for other in ["/obj/\(name)?size=100000", "/obj/\(name)?size=300000&noranges=1"] {
             let sent = try await HTTP.get(proxied(port, other), headers: ["Range": "bytes=65536-65600"])
             #expect(sent.status == 302 && sent.headers["location"] == originBase + other, "\(sent.status) \(sent.text)")

@@ -50,13 +50,12 @@ enum ConfigFile {
                 if let hash = token.firstIndex(of: "#") { token = token[..<hash] }
                 token = token.trimmingASCIISpaces
                 rest = rest[token.endIndex...].trimmingASCIISpaces
+                let number = token.replacingOccurrences(of: "_", with: "")
                 if token == "true" { value = .bool(true) }
                 else if token == "false" { value = .bool(false) }
-                else if let n = Int(token.replacingOccurrences(of: "_", with: "")) { value = .integer(n) }
-                else if token.contains("."), token.allSatisfy({ $0.isASCII && ($0.isNumber || "+-._".contains($0)) }),
-                    Double(token.replacingOccurrences(of: "_", with: "")) != nil
-                {
-                    value = .decimal(token.replacingOccurrences(of: "_", with: ""))
+                else if let n = Int(number) { value = .integer(n) }
+                else if number.contains("."), number.allSatisfy({ $0.isASCII && ($0.isNumber || "+-.".contains($0)) }), Double(number) != nil {
+                    value = .decimal(number)
                 }
                 else { throw fail("cannot read value '\(token)' (strings need quotes)") }
             }

@@ -4,8 +4,9 @@ import Synchronization
 /// This node's peer id (SPEC section 3), made once and kept in the cache folder's `peer-id`,
 /// so that a restart is the same peer. A cache folder copied to a second node (a cloned
 /// machine image, `cp -a` to another box) carries the same id, and the tracker refuses the
-/// second login while the first is logged in (`LoginRefusal.peerInUse`): the link then takes
-/// a new id (`renew`) and logs in again, rather than stay out of the swarm for good.
+/// second login while the first is logged in (`LoginRefusal.peerInUse`): once the tracker has
+/// heard that session again (`TrackerLink`), the link takes a new id (`renew`) and logs in
+/// again, rather than stay out of the swarm for good.
 public final class PeerID: Sendable {
     /// The `peer-id` file.
     public let file: String

@@ -125,10 +125,8 @@ public final class SwarmTracker: Sendable {
         switch admit(login, connection: connection, send: send) {
         case .failure(let why):
             logger.warning("login refused", metadata: ["peer": "\(login.peerId ?? "?")", "reason": "\(why.rawValue)"])
-            var refusal = SwarmMessage(type: "refused")
-            refusal.reason = why.rawValue
-            if why == .peerInUse, let peer = login.peerId { refusal.heardAgo = heardAgo(peer) }
-            try? await send(refusal.json)
+            let heard = why == .peerInUse ? login.peerId.map(heardAgo) : nil
+            try? await send(Self.refused(why.rawValue, heardAgo: heard))
             return why.rawValue
         case .success(let id):
             peer = id
@@ -224,9 +222,10 @@ public final class SwarmTracker: Sendable {
         }
     }
 
-    static func refused(_ reason: String) -> String {
+    static func refused(_ reason: String, heardAgo: Int? = nil) -> String {
         var m = SwarmMessage(type: "refused")
         m.reason = reason
+        m.heardAgo = heardAgo
         return m.json
     }
 
@@ -255,7 +254,8 @@ public final class SwarmTracker: Sendable {
         }
     }
 
-    /// Milliseconds since the session of `peer` was last heard (0 for the seed, always live).
+    /// Milliseconds since the session of `peer` was last heard (0 for the seed, always live,
+    /// and for a session gone meanwhile: the next login goes through).
     private func heardAgo(_ peer: String) -> Int {
         if let host, peer == host.seedPeerID { return 0 }
         guard let seen = state.withLock({ $0.sessions[peer]?.lastSeen }) else { return 0 }
