@@ -98,6 +98,9 @@ public final class GatewayResponder: HTTPResponder {
             guard target.utf8.count <= Self.maxRequestTarget else {
                 throw GatewayFailure(.uriTooLong, "request line longer than 8 KiB")
             }
+            if let refusal = request.headers[HTTP1Rules.refusalField] {
+                throw GatewayFailure(.badRequest, refusal)
+            }
             let path = target.prefix { $0 != "?" }
             if let via = request.headers[.via], let refused = Self.refusal(via: via, proxyPath: Self.isProxyPath(path)) {
                 throw refused
@@ -117,7 +120,7 @@ public final class GatewayResponder: HTTPResponder {
             case "/health": route = "/health"; response = health()
             case "/ready": route = "/ready"; response = ready()
             case "/metrics": route = "/metrics"; response = metrics()
-            case "/stat": route = "/stat"; response = stat(query: request.uri.queryParameters.get("xresid"))
+            case "/stat": route = "/stat"; response = try stat(query: request.uri.queryParameters.get("xresid"))
             case "/xdfs.p2p.com/feature": route = "/xdfs.p2p.com/feature"; response = feature(request)
             case _ where path.hasPrefix("/peer/v1/"): route = "/peer/v1/*"; response = try await peerPiece(request, path: path)
             case "/peers": route = "/peers"; response = try peers()
@@ -219,9 +222,11 @@ public final class GatewayResponder: HTTPResponder {
             body: .init(byteBuffer: ByteBuffer(bytes: stats.prometheusText())))
     }
 
-    func stat(query xresid: String?) -> Response {
+    func stat(query xresid: String?) throws(GatewayFailure) -> Response {
         let t: TrafficStats.Totals
         if let xresid {
+            // A name no stream can have is the caller's mistake, not a stream with no traffic.
+            do { _ = try XResID(xresid) } catch { throw GatewayFailure(.badRequest, error.message) }
             t = stats.stream(xresid) ?? TrafficStats.Totals()
         } else {
             t = stats.total
@@ -720,10 +725,9 @@ public final class GatewayResponder: HTTPResponder {
     /// Streams a media object from the origin. When the client asked for a range and the origin
     /// ignored it (200 with a length), the range is cut here, per RFC 9110.
     func streamMedia(_ answer: OriginAnswer, proxy: ProxyURL, clientRange: String?, head: [UInt8], method: HTTPRequest.Method) throws(GatewayFailure) -> Response {
+        // A 416 for the player's own range is passed on, with the origin's Content-Range.
         if answer.status >= 400 && answer.status != 416 {
-            throw answer.status >= 500
-                ? GatewayFailure(.badGateway, "origin answered \(answer.status)")
-                : GatewayFailure(HTTPResponse.Status(code: answer.status), "origin answered \(answer.status)")
+            throw GatewayFailure.originAnswered(answer.status)
         }
         var headers: HTTPFields = [:]
         for name in ["content-type", "content-length", "content-range", "accept-ranges", "etag", "last-modified", "cache-control", "expires"] {

@@ -60,10 +60,7 @@ extension GatewayResponder {
                 stats.countFallback(.checksumsNotReady)
                 return checksumNotReady(proxy)
             case .status:
-                let code = answer.status ?? 502
-                throw code >= 500 || code < 400
-                    ? GatewayFailure(.badGateway, "origin answered \(code)")
-                    : GatewayFailure(HTTPResponse.Status(code: code), "origin answered \(code)")
+                throw GatewayFailure.originAnswered(answer.status ?? 502)
             case .forbidden: throw GatewayFailure(.forbidden, answer.reason ?? "origin not allowed")
             case .timeout: throw GatewayFailure(.gatewayTimeout, answer.reason ?? "origin timed out")
             case .failed: throw GatewayFailure(.badGateway, answer.reason ?? "preparation failed")
@@ -111,17 +108,17 @@ extension GatewayResponder {
         do {
             firstPiece = try await piece(key, firstIndex, checksums: checksums, url: url, deadline: deadline)
         } catch {
-            let status: Int
             switch error {
             case .originChanged:
                 // The checksums no longer stand and the object is prepared again: SPEC's 302
                 // while it is, so the player gets the origin's new copy.
                 stats.countFallback(.originChanged)
                 return checksumNotReady(proxy)
-            case .originStatus(let code, _): status = (400..<500).contains(code) ? code : 502
-            case .origin(let e): status = e.httpStatusForGateway
+            case .originStatus(let code, _):
+                throw GatewayFailure.originAnswered(code, " for piece \(firstIndex) of the object")
+            case .origin(let e):
+                throw GatewayFailure(HTTPResponse.Status(code: e.httpStatusForGateway), "cannot fill piece \(firstIndex) of the object: \(error)")
             }
-            throw GatewayFailure(HTTPResponse.Status(code: status), "cannot fill piece \(firstIndex) of the object: \(error)")
         }
         // The next segments come from peers meanwhile, once this one has its first piece.
         if configuration.prefetchSegments > 0 && node.link != nil {

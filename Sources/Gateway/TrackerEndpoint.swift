@@ -15,15 +15,17 @@ enum TrackerEndpoint {
     static let path = "/swarm/v1/ws"
 
     static func server(_ tracker: SwarmTracker?) -> HTTPServerBuilder {
-        guard let tracker else { return .http1(configuration: .init(idleTimeout: idleTimeout)) }
+        guard let tracker else {
+            return HTTPServerBuilder { responder in RuleChecked(inner: HTTP1Channel(responder: responder, configuration: .init(idleTimeout: idleTimeout))) }
+        }
         let gate = LoginGate()
         let configuration = HTTP1WebSocketUpgradeChannel.Configuration(http1: .init(idleTimeout: idleTimeout))
         // Until a connection's first request head, Hummingbird watches neither its idleness nor
         // malformed requests on an upgradable channel (`FirstRequestGuard`).
         return HTTPServerBuilder { responder in
-            GuardedFirstRequest(
+            RuleChecked(inner: GuardedFirstRequest(
                 inner: HTTP1WebSocketUpgradeChannel(responder: responder, configuration: configuration, shouldUpgrade: upgrade(tracker, gate)),
-                deadline: idleTimeout)
+                deadline: idleTimeout))
         }
     }
 
@@ -141,6 +143,8 @@ public struct SwarmCredentials: Sendable {
 
     /// From `--app-id` and `--app-secret-file` (or `SWARMGATE_APP_SECRET`). Without a secret,
     /// nil when `required`, else a random one: an embedded tracker that no other node can join.
+    /// A secret file that holds nothing is an error: taken as "no secret", it gave a tracker a
+    /// random secret that no node could log in with, and said nothing.
     public static func from(_ s: Settings, environment: [String: String], required: Bool) throws(SettingsError) -> SwarmCredentials? {
         let appID = s["app-id"] ?? "swarmgate"
         var secret = environment["SWARMGATE_APP_SECRET"]
@@ -149,6 +153,7 @@ public struct SwarmCredentials: Sendable {
                 throw SettingsError("app-secret-file: cannot read \(file)")
             }
             secret = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard secret?.isEmpty == false else { throw SettingsError("app-secret-file: \(file) is empty (it must hold the app secret)") }
         }
         if let secret, !secret.isEmpty { return SwarmCredentials(appID: appID, secret: secret) }
         guard !required else { return nil }

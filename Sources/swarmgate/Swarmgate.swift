@@ -31,7 +31,9 @@ struct Swarmgate: AsyncParsableCommand {
     }
 
     /// Parses and runs, mapping failures onto SPEC's exit codes: usage errors exit 2 (the
-    /// argument parser's own default would be 64), a command's own `ExitCode` passes through.
+    /// argument parser's own default would be 64), a command's own `ExitCode` passes through,
+    /// and any other failure (a listen address in use, a cache folder that cannot be written)
+    /// exits 1: it is no usage error, and was reported as one.
     static func main() async {
         do {
             var command = try parseAsRoot()
@@ -45,7 +47,7 @@ struct Swarmgate: AsyncParsableCommand {
         } catch {
             if exitCode(for: error) == .success { exit(withError: error) }  // --help, --version
             StandardError.write(fullMessage(for: error) + "\n")
-            Foundation.exit(2)
+            Foundation.exit(exitCode(for: error) == .validationFailure ? 2 : 1)
         }
     }
 }

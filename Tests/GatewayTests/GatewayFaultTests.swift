@@ -45,6 +45,23 @@ final class GatewayFaultTests {
         #expect(r.text.contains("\"code\":502"))
     }
 
+    /// An origin's client error about the object is the player's answer; one the gateway
+    /// cannot give as the origin did is not: a 401 (which must say how to send credentials,
+    /// and the gateway forwards none) is 403, a 405 (which must list the origin's methods) and
+    /// a 407 (the origin's own proxy) are 502. Streamed (a key) and through the cache alike.
+    @Test func originStatusesThatCannotBePassedOnAreMapped() async throws {
+        for (code, expected) in [(401, 403), (405, 502), (407, 502), (404, 404), (410, 410), (403, 403)] {
+            for (kind, target) in [
+                ("streamed", url("/status/\(code)/k.key")),
+                ("cached", "http://127.0.0.1:\(port)/hls.vod.p2p.com/127.0.0.1:\(originPort)/status/\(code)/s.ts"),
+            ] {
+                let r = try await HTTP.get(target)
+                #expect(r.status == expected && r.text.contains("origin answered \(code)"), "\(kind) \(code): \(r.status) \(r.text)")
+                #expect(r.headers["www-authenticate"] == nil && r.headers["allow"] == nil, "\(kind) \(code): \(r.headers)")
+            }
+        }
+    }
+
     @Test func aResetMidBodyAbortsTheResponseNeverAShort200() async throws {
         do {
             let r = try await HTTP.get(url("/reset"))

@@ -16,6 +16,21 @@ struct MalformedRequestTests {
         ("a request line of 90 KB", Array("GET /\(String(repeating: "a", count: 90_000)) HTTP/1.1\r\nHost: x\r\n\r\n".utf8)),
     ]
 
+    /// A gateway with its embedded tracker (an upgradable server) and a node without one,
+    /// whose login it refuses (their secrets differ): both kinds of HTTP server.
+    static func bothKinds() async throws -> (LiveProcess, Int, LiveProcess, Int) {
+        let (g, port) = try await Live.gateway([])
+        let secret = Scratch.path("other-secret")
+        try "another-secret\n".write(toFile: secret, atomically: true, encoding: .utf8)
+        do {
+            let (n, nodePort) = try await Live.gateway(["--tracker", "ws://127.0.0.1:\(port)/swarm/v1/ws", "--app-secret-file", secret])
+            return (g, port, n, nodePort)
+        } catch {
+            g.stop()
+            throw error
+        }
+    }
+
     /// A WebSocket upgrade request's head for the tracker's endpoint, with `extra` header lines.
     static func upgradeHead(extra: String = "") -> String {
         "GET /swarm/v1/ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -60,17 +75,26 @@ struct MalformedRequestTests {
         let (g, port) = try await Live.gateway([])
         defer { g.stop() }
         let second = try LiveProcess(Live.binary, ["serve", "--listen", "127.0.0.1:\(port)", "--cache-dir", Live.cacheFolder()])
-        #expect(await second.waitForExit(timeout: .seconds(20)) != 0)
+        #expect(await second.waitForExit(timeout: .seconds(20)) == 1, "a failure to run, not a usage error (2)")
         #expect(second.stderr.contains("cannot listen on 127.0.0.1:\(port): the address is in use"), "\(second.stderr)")
     }
 
+    /// A node with `--tracker` prepares nothing itself: a read-ahead given to it is the
+    /// tracker's to use, and it says so (it was ignored in silence); 0 still counts there.
+    @Test func aReadAheadThatANodeDoesNotUseIsNamed() async throws {
+        let secret = Scratch.path("read-ahead-secret")
+        try "a-secret\n".write(toFile: secret, atomically: true, encoding: .utf8)
+        let warning = "read-ahead 30 is not used by a node with --tracker"
+        for (readAhead, warned) in [("30", true), ("0", false)] {
+            let (n, _) = try await Live.gateway(["--tracker", "ws://127.0.0.1:9/swarm/v1/ws", "--app-secret-file", secret, "--read-ahead", readAhead])
+            n.stop()
+            #expect(n.stderr.contains(warning) == warned, "--read-ahead \(readAhead): \(n.stderr.prefix(600))")
+        }
+    }
+
     @Test func malformedRequestsAreAnswered400AndClosedAtOnce() async throws {
-        let (g, port) = try await Live.gateway([])
-        defer { g.stop() }
-        let secret = Scratch.path("malformed-secret")
-        try "malformed-test-secret\n".write(toFile: secret, atomically: true, encoding: .utf8)
-        let (n, nodePort) = try await Live.gateway(["--tracker", "ws://127.0.0.1:\(port)/swarm/v1/ws", "--app-secret-file", secret])
-        defer { n.stop() }
+        let (g, port, n, nodePort) = try await Self.bothKinds()
+        defer { g.stop(); n.stop() }
         for (kind, p) in [("with its tracker", port), ("without", nodePort)] {
             for (name, bytes) in Self.malformed {
                 let (received, closed) = try await RawConnection.exchange(port: p, send: bytes, within: .seconds(10))
@@ -84,5 +108,39 @@ struct MalformedRequestTests {
         }
         // Hummingbird logs an upgrade torn down under it as an error; none is left for these.
         #expect(!g.stderr.contains(" error "), "\(g.stderr.split(separator: "\n").filter { $0.contains(" error ") }.prefix(3))")
+    }
+
+    /// RFC 9112 on both kinds of gateway: a request that does not ask to keep its connection
+    /// (HTTP/1.0, or `Connection: close` among other options) is answered and closed (it was
+    /// held for the 60 s idle timeout), an HTTP/1.0 one that asks for keep-alive is not; an
+    /// HTTP/1.1 request without `Host`, or one with two, is 400 in its place among pipelined
+    /// requests (both were 200); `/stat` of a name no stream can have is 400.
+    @Test func connectionsAndHostsFollowHTTP1() async throws {
+        let (g, port, n, nodePort) = try await Self.bothKinds()
+        defer { g.stop(); n.stop() }
+        func statuses(_ text: String) -> [String] {
+            // A status line follows the body before it with no line end.
+            text.matches(of: #/HTTP/1\.1 (\d{3}) /#).map { String($0.1) }
+        }
+        for (kind, p) in [("with its tracker", port), ("without", nodePort)] {
+            for request in ["GET /health HTTP/1.0\r\n\r\n", "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close, te\r\nTE: trailers\r\n\r\n"] {
+                let (received, closed) = try await RawConnection.exchange(port: p, send: Array(request.utf8), within: .seconds(10))
+                #expect(statuses(String(decoding: received, as: UTF8.self)) == ["200"], "\(kind), \(request.debugDescription)")
+                #expect(closed != nil, "\(kind), \(request.debugDescription): not closed within 10 s")
+            }
+            let (kept, keptClosed) = try await RawConnection.exchange(
+                port: p, send: Array("GET /health HTTP/1.0\r\nConnection: keep-alive\r\n\r\n".utf8), within: .seconds(2))
+            #expect(statuses(String(decoding: kept, as: UTF8.self)) == ["200"] && keptClosed == nil, "\(kind): keep-alive asked for")
+
+            let pipelined = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n" + "GET /health HTTP/1.1\r\n\r\n"
+                + "GET /health HTTP/1.1\r\nHost: x\r\nhost: y\r\n\r\n" + "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            let (received, closed) = try await RawConnection.exchange(port: p, send: Array(pipelined.utf8), within: .seconds(10))
+            let text = String(decoding: received, as: UTF8.self)
+            #expect(statuses(text) == ["200", "400", "400", "200"] && closed != nil, "\(kind): \(text)")
+            #expect(text.contains("needs a Host header") && text.contains("more than one Host header"), "\(kind): \(text)")
+
+            let stat = try await HTTP.get("http://127.0.0.1:\(p)/stat?xresid=../../x")
+            #expect(stat.status == 400 && String(decoding: stat.body, as: UTF8.self).contains("xresid"), "\(kind): \(stat.status)")
+        }
     }
 }

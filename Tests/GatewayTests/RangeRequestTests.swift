@@ -17,6 +17,9 @@ struct RangeRequestTests {
         ("bytes=5000-6000", .unsatisfiable),
         ("bytes=-0", .unsatisfiable),
         ("bytes=0-1,5-6", .full),
+        // Empty list elements are ignored (RFC 9110 5.6.1.2).
+        ("bytes=1-2,", .partial(1...2)),
+        ("bytes=, 1-2 ,,", .partial(1...2)),
         ("items=0-5", .full),
         // Numbers past Int64 are valid syntax (RFC 9110 14.1.1), past any end.
         ("bytes=99999999999999999999-", .unsatisfiable),
@@ -27,7 +30,7 @@ struct RangeRequestTests {
         #expect(try RangeRequest.resolve(header, length: 1000) == expected)
     }
 
-    @Test(arguments: ["bytes=", "bytes=abc", "bytes=5-1", "bytes=-", "0-5", "bytes=1-2,", "bytes=--5", "bytes=5-4x"])
+    @Test(arguments: ["bytes=", "bytes=abc", "bytes=5-1", "bytes=-", "0-5", "bytes=,", "bytes= , ", "bytes=--5", "bytes=5-4x"])
     func badSyntaxIsAnError(header: String) {
         #expect(throws: RangeRequest.SyntaxError.self) { try RangeRequest.resolve(header, length: 1000) }
     }

@@ -162,6 +162,22 @@ struct SettingsTests {
         #expect(try SwarmCredentials.from(named, environment: fileVariables, required: true)?.secret == "from-the-file")
     }
 
+    /// A secret file that holds nothing is named: it was taken as no secret, so an embedded
+    /// tracker drew a random one that no node could log in with, and said nothing.
+    @Test func anEmptySecretFileIsAnError() throws {
+        let empty = Scratch.path("empty-secret")
+        try " \n\n".write(toFile: empty, atomically: true, encoding: .utf8)
+        let s = try settings(flags: ["app-secret-file": empty], file: "")
+        for required in [true, false] {
+            let error = #expect(throws: SettingsError.self) { try SwarmCredentials.from(s, environment: [:], required: required) }
+            #expect(error?.message.contains("\(empty) is empty") == true, "\(error?.message ?? "")")
+        }
+        // No file and no variable: a random secret for an embedded tracker, none for a node.
+        let none = try settings(file: "")
+        #expect(try SwarmCredentials.from(none, environment: [:], required: true) == nil)
+        #expect(try SwarmCredentials.from(none, environment: [:], required: false)?.secret.count ?? 0 >= 64)
+    }
+
     @Test func everyDefinitionHasItsThreeNames() {
         let d = SettingDefinitions.serve.first { $0.name == "app-secret-file" }
         #expect(d?.flag == "--app-secret-file")

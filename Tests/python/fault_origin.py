@@ -20,6 +20,8 @@ Endpoints:
   /need-token        403 unless ?token=secret
   /nocontent         204 with a body (Content-Length: 5, "stray", 0.2 s after the head), which
                      HTTP forbids: the client reads it as the start of its next answer
+  /status/N[/...]    N with a short body, and the header N must carry (401: WWW-Authenticate,
+                     405: Allow, 407: Proxy-Authenticate)
   /count/KEY         the counters of KEY as JSON
   /echo              "METHOD Content-Type BODY" of the request (POST: its body)
 
@@ -78,6 +80,12 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         self.posted = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         self.do_GET()
+
+    def serve_status(self, parts):
+        code = int(parts[1])
+        extra = {401: ("WWW-Authenticate", 'Basic realm="origin"'), 405: ("Allow", "PUT"),
+                 407: ("Proxy-Authenticate", 'Basic realm="proxy"')}.get(code)
+        self.answer(code, b"status %d" % code, [extra] if extra else [])
 
     def serve_echo(self, parts):
         text = "%s %s " % (self.command, self.headers.get("Content-Type", "-"))

@@ -13,6 +13,22 @@ public struct GatewayFailure: Error, Sendable {
         self.headers = headers
     }
 
+    /// An origin's error status as the gateway's answer. A client error about the request's
+    /// own object (404, 403, 410…) is passed on; one the gateway cannot answer as the origin
+    /// did is not: 401 asks for credentials, which the gateway never forwards (and a 401 must
+    /// say how to send them), 405 must list the origin's methods, 407 is about the origin's
+    /// own proxy, and a 416 for bytes the gateway asked for (a piece) is no fault of the
+    /// player's. Those, and 5xx, are the origin failing the gateway.
+    static func originAnswered(_ code: Int, _ context: String = "") -> GatewayFailure {
+        let said = "origin answered \(code)" + context
+        switch code {
+        case 401: return GatewayFailure(.forbidden, said + " (it asks for credentials, which the gateway does not send)")
+        case 405, 407, 416: return GatewayFailure(.badGateway, said)
+        case 400..<500: return GatewayFailure(HTTPResponse.Status(code: code), said)
+        default: return GatewayFailure(.badGateway, said)
+        }
+    }
+
     public var response: Response {
         JSONBody.response(status: status, [("code", .int(status.code)), ("msg", .string(message))], headers: headers)
     }

@@ -25,9 +25,9 @@ public enum RangeRequest: Hashable, Sendable {
         guard let eq = trimmed.firstIndex(of: "=") else { throw SyntaxError(header: header) }
         let unit = trimmed[..<eq].trimmingASCIISpaces.lowercased()
         guard unit == "bytes" else { return .full }
-        let specs = trimmed[trimmed.index(after: eq)...].split(separator: ",", omittingEmptySubsequences: false)
-            .map { $0.trimmingASCIISpaces }
-        guard !specs.isEmpty, specs.allSatisfy({ !$0.isEmpty }) else { throw SyntaxError(header: header) }
+        // A list's empty elements are ignored (RFC 9110 5.6.1.2: `bytes=0-9,` is one range).
+        let specs = trimmed[trimmed.index(after: eq)...].split(separator: ",").map { $0.trimmingASCIISpaces }.filter { !$0.isEmpty }
+        guard !specs.isEmpty else { throw SyntaxError(header: header) }
         var ranges: [ClosedRange<Int64>] = []
         var anySatisfiable = false
         for spec in specs {

@@ -8,6 +8,8 @@ public struct Settings: Sendable {
     private var lists: [String: [String]] = [:]
     /// The settings whose value the config file gave.
     private var fromFile: Set<String> = []
+    /// The settings whose value a flag, a variable or the config file gave (not a default).
+    public private(set) var given: Set<String> = []
 
     /// `flags` maps setting names to what the command line gave (lists comma-separated);
     /// `environment` is the process environment; the config file is the `config` setting's.
@@ -35,10 +37,12 @@ public struct Settings: Sendable {
         }
         for d in definitions {
             if let v = flags[d.name] ?? environment[d.environmentVariable] {
+                given.insert(d.name)
                 values[d.name] = v
                 if d.kind == .list { lists[d.name] = Self.splitList(v) }
             } else if let v = file[d.fileKey] {
                 fromFile.insert(d.name)
+                given.insert(d.name)
                 switch (v, d.kind) {
                 case (.list(let items), .list): lists[d.name] = items; values[d.name] = items.joined(separator: ",")
                 case (.string(let s), .list): lists[d.name] = Self.splitList(s); values[d.name] = s

@@ -90,6 +90,11 @@ struct ServeCommand: AsyncParsableCommand {
         guard let credentials = found else {
             throw ValidationError("--tracker needs the app secret: --app-secret-file FILE or SWARMGATE_APP_SECRET")
         }
+        if configuration.tracker != nil, settings.given.contains("read-ahead"), configuration.readAhead != .zero {
+            StandardError.write(
+                "swarmgate: warning: read-ahead \(settings["read-ahead"] ?? "") is not used by a node with --tracker: the tracker's registry "
+                    + "prepares ahead of players by its own read-ahead (set it on swarmgate tracker); here only 0 counts (prepare nothing ahead)\n")
+        }
         var demoRoot: URL?
         if configuration.demo {
             let samples = ProcessInfo.processInfo.environment["SWARMGATE_SAMPLES"] ?? "samples"
