@@ -58,7 +58,7 @@ extension GatewayResponder {
         var xresid = request.uri.queryParameters.get("xresid")
         let body = request.body
         let data: ByteBuffer
-        do { data = try await body.collect(upTo: 64 << 10) } catch { throw GatewayFailure(.badRequest, "body over 64 KiB") }
+        do { data = try await body.collect(upTo: 64 << 10) } catch { throw GatewayFailure(.contentTooLarge, "body larger than 64 KiB") }
         if data.readableBytes > 0 {
             guard let json = try? JSONSerialization.jsonObject(with: Data(data.readableBytesView)) as? [String: Any] else {
                 throw GatewayFailure(.badRequest, "body must be a JSON object")

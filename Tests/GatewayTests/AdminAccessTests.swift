@@ -112,6 +112,11 @@ struct AdminAccessTests {
             Live.binary, ["prepare", "http://127.0.0.1:\(originPort)/obj/admin2.ts?size=1000", "--gateway", base, "--wait"],
             environment: ["SWARMGATE_ADMIN_TOKEN": "tok-42"])
         #expect(await fromEnvironment.waitForExit(timeout: .seconds(60)) == 0, "\(fromEnvironment.stderr)")
+        // A 403 for an origin the gateway may not fetch is no matter of tokens: no hint.
+        let notAllowed = try LiveProcess(Live.binary, ["prepare", "http://cdn.example.com/a.ts", "--gateway", base, "--admin-token-file", tokenFile])
+        #expect(await notAllowed.waitForExit(timeout: .seconds(30)) == 1)
+        let said = await notAllowed.firstStdoutLine()
+        #expect(said.contains("\"code\":403") && !notAllowed.stderr.contains("--admin-token-file"), "\(said) \(notAllowed.stderr)")
     }
 
     /// `prepare --wait` on a node follows the tracker's jobs: a tracker that refuses the

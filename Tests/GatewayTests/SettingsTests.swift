@@ -45,6 +45,8 @@ struct SettingsTests {
         ("listen = \"unterminated", "unterminated string"),
         ("demo = \"maybe\"", "demo must be true or false"),
         ("allow_origin = [1, 2]", "arrays hold strings"),
+        ("allow_origin = [\n  \"a.example\"\n  \"b.example\"\n]", "/etc/swarmgate.toml:3: expected , or ]"),
+        ("allow_origin = [\n  \"a.example\",\n", "/etc/swarmgate.toml:3: the array has no closing ]"),
     ])
     func badFilesAreNamedWithTheLine(text: String, message: String) {
         do {
@@ -98,6 +100,22 @@ struct SettingsTests {
                 #expect(error.message == "cannot read config file \(path): \(why)")
             }
         }
+    }
+
+    /// TOML arrays over several lines, with comments and a trailing comma, as an operator
+    /// writes a long allow list (they were refused).
+    @Test func arraysGoOnOverLines() throws {
+        let file = """
+            allow_origin = [  # the CDNs
+              "cdn.example.com",
+              # a comment between items
+              "*.example.net", "edge.example.org" ,
+            ]
+            listen = "0.0.0.0:9000"
+            """
+        let s = try settings(file: file)
+        #expect(s.list("allow-origin") == ["cdn.example.com", "*.example.net", "edge.example.org"] && s["listen"] == "0.0.0.0:9000")
+        #expect(try settings(file: "allow_origin = [\n]\n").list("allow-origin") == [])
     }
 
     @Test func swarmSettingsAreTyped() throws {

@@ -363,6 +363,8 @@ final class SwarmTransferTests {
         #expect(full.status == 200 && full.text.contains("\"unknown\":50000"), "\(full.status) \(full.text.prefix(200))")
         #expect(try await HTTP.post("\(gateway)/jobs/status", json: spaced(50_001)).status == 400)
         #expect(try await HTTP.post("\(gateway)/jobs/status", json: spaced(50_000) + String(repeating: " ", count: 3 << 20)).status == 413)
+        // A prepare's body is 64 KiB at most: too large, not malformed (it was 400).
+        #expect(try await HTTP.post("\(gateway)/prepare", json: "{\"url\":\"http://h/\(String(repeating: "a", count: 70_000))\"}").status == 413)
     }
 
     /// A long VOD's objects reach the tracker however many they are: a read-ahead list over

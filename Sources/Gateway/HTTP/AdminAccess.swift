@@ -68,12 +68,16 @@ public struct AdminAccess: Sendable {
     }
 
     /// The failure for a verdict other than `.allowed`.
+    /// The 403 of a caller that is not on loopback, when no admin token is set: `prepare`
+    /// tells it from a 403 about the URL it asked for (an origin not allowed).
+    public static let notLocalMessage = "this endpoint answers loopback callers only, unless the gateway has an admin token"
+
     func failure(_ verdict: Verdict) -> GatewayFailure? {
         switch verdict {
         case .allowed: return nil
         case .needsToken:
             return GatewayFailure(.unauthorized, "this endpoint needs the admin token: Authorization: Bearer TOKEN", headers: [.wwwAuthenticate: "Bearer"])
-        case .notLocal: return GatewayFailure(.forbidden, "this endpoint answers loopback callers only, unless the gateway has an admin token")
+        case .notLocal: return GatewayFailure(.forbidden, Self.notLocalMessage)
         }
     }
 }

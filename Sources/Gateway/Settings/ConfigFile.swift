@@ -1,7 +1,7 @@
 import Foundation
 
 /// The config file: TOML, the part of it settings need — top-level `key = value` lines with
-/// strings, integers, decimals, booleans and one-line arrays of strings, and comments. Anything else is
+/// strings, integers, decimals, booleans and arrays of strings (over lines too), and comments. Anything else is
 /// refused with the line named, so a typo never silently changes nothing.
 enum ConfigFile {
     enum Value: Hashable {
@@ -17,10 +17,14 @@ enum ConfigFile {
     static func parse(_ text: String, path: String) throws(SettingsError) -> [String: Value] {
         var out: [String: Value] = [:]
         // "\r\n" is one Character: a file written on Windows is split there too.
-        for (i, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }).enumerated() {
-            let line = raw.hasSuffix("\r") ? raw.dropLast() : raw
+        let lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }).map { raw in
+            (raw.hasSuffix("\r") ? raw.dropLast() : raw).trimmingASCIISpaces
+        }
+        var i = -1
+        while i + 1 < lines.count {
+            i += 1
             func fail(_ why: String) -> SettingsError { SettingsError("\(path):\(i + 1): \(why)") }
-            var rest = Substring(line).trimmingASCIISpaces
+            var rest = lines[i]
             if rest.isEmpty || rest.hasPrefix("#") { continue }
             if rest.hasPrefix("[") { throw fail("tables are not supported: put settings at the top level") }
             guard let eq = rest.firstIndex(of: "=") else { throw fail("expected key = value") }
@@ -31,14 +35,23 @@ enum ConfigFile {
             rest = rest[rest.index(after: eq)...].trimmingASCIISpaces
             var value: Value
             if rest.hasPrefix("[") {
+                // An array may go on over lines, with comments and a trailing comma (TOML).
                 var items: [String] = []
+                var itemNext = true  // after [ or a comma; else only ] may come
                 rest = rest.dropFirst().trimmingASCIISpaces
                 while !rest.hasPrefix("]") {
+                    if rest.isEmpty || rest.hasPrefix("#") {
+                        guard i + 1 < lines.count else { throw fail("the array has no closing ]") }
+                        i += 1
+                        rest = lines[i]
+                        continue
+                    }
+                    guard itemNext else { throw fail("expected , or ]") }
                     guard let (s, after) = try string(rest, fail) else { throw fail("arrays hold strings") }
                     items.append(s)
                     rest = after.trimmingASCIISpaces
-                    if rest.hasPrefix(",") { rest = rest.dropFirst().trimmingASCIISpaces }
-                    else if !rest.hasPrefix("]") { throw fail("expected , or ]") }
+                    itemNext = rest.hasPrefix(",")
+                    if itemNext { rest = rest.dropFirst().trimmingASCIISpaces }
                 }
                 rest = rest.dropFirst().trimmingASCIISpaces
                 value = .list(items)

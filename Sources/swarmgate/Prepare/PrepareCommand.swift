@@ -34,7 +34,7 @@ struct PrepareCommand: AsyncParsableCommand {
         let objects = answer.removeValue(forKey: "objects") as? [String] ?? []
         let shown = try? JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys])
         print(String(decoding: status == 202 ? shown ?? body : body, as: UTF8.self))
-        if status == 401 || status == 403 { StandardError.write("swarmgate prepare: \(Self.adminHint)\n") }
+        if Self.refusedTheCaller(status, body) { StandardError.write("swarmgate prepare: \(Self.adminHint)\n") }
         guard status == 202 else { throw ExitCode(1) }
         guard wait else { return }
         guard objects.count == answer["queued"] as? Int ?? 0 else {
@@ -70,7 +70,7 @@ struct PrepareCommand: AsyncParsableCommand {
                     let (code, reply) = try await Self.exchange(client, statusURL, method: .post, body: ask)
                     if code == 200, let part = try? JSONSerialization.jsonObject(with: reply) as? [String: Int] {
                         counts?.merge(part, uniquingKeysWith: +)
-                    } else if code == 401 || code == 403 {
+                    } else if Self.refusedTheCaller(code, reply) {
                         refused = code
                     } else {
                         (counts, problem) = (nil, "answered \(code)")
@@ -104,6 +104,12 @@ struct PrepareCommand: AsyncParsableCommand {
             }
             try await Task.sleep(for: every)
         }
+    }
+
+    /// Whether an answer refuses the caller (no admin token, or not on loopback), not what it
+    /// asked for: a 403 for an origin the gateway may not fetch is no matter of tokens.
+    static func refusedTheCaller(_ status: Int, _ body: Data) -> Bool {
+        status == 401 || (status == 403 && String(decoding: body, as: UTF8.self).contains(AdminAccess.notLocalMessage))
     }
 
     /// What to do when a gateway or tracker refuses the operator's endpoints.
