@@ -121,7 +121,16 @@ public final class GatewayResponder: HTTPResponder {
             case "/ready": route = "/ready"; response = ready()
             case "/metrics": route = "/metrics"; response = metrics()
             case "/stat": route = "/stat"; response = try stat(query: request.uri.queryParameters.get("xresid"))
-            case "/xdfs.p2p.com/feature": route = "/xdfs.p2p.com/feature"; response = feature(request)
+            case "/xdfs.p2p.com/feature":
+                route = "/xdfs.p2p.com/feature"
+                // Reading the switch is anyone's; turning it is the operator's, as /prepare
+                // is (a GET that any page could make a browser send turned uploads off).
+                if request.uri.queryParameters.get("upload") != nil,
+                    let refused = admin.failure(admin.verdict(remote: context.remoteAddress, authorization: request.headers[.authorization]))
+                {
+                    throw refused
+                }
+                response = feature(request)
             case _ where path.hasPrefix("/peer/v1/"): route = "/peer/v1/*"; response = try await peerPiece(request, path: path)
             case "/peers": route = "/peers"; response = try peers()
             default:

@@ -102,6 +102,11 @@ struct AdminAccessTests {
         #expect(try await HTTP.get(base + "/jobs", headers: ["Authorization": "Bearer tok-42"]).status == 200)
         #expect(try await HTTP.get(base + "/health").status == 200)
         #expect(try await HTTP.get(base + "/metrics").status == 200)
+        // Uploads are switched by the operator only; their state is anyone's to read.
+        #expect(try await HTTP.get(base + "/xdfs.p2p.com/feature?upload=0").status == 401)
+        #expect(try await HTTP.get(base + "/xdfs.p2p.com/feature").text.contains("\"upload\":true"))
+        let switched = try await HTTP.get(base + "/xdfs.p2p.com/feature?upload=0", headers: ["Authorization": "Bearer tok-42"])
+        #expect(switched.status == 200 && switched.text.contains("\"upload\":false"), "\(switched.status) \(switched.text)")
 
         let refused = try LiveProcess(Live.binary, ["prepare", "http://127.0.0.1:\(originPort)/obj/admin.ts?size=1000", "--gateway", base])
         #expect(await refused.waitForExit(timeout: .seconds(30)) == 1)
