@@ -1,3 +1,4 @@
+import Logging
 import Manifest
 
 /// The typed settings of a running gateway, read from `Settings`.
@@ -55,6 +56,8 @@ public struct GatewayConfiguration: Sendable {
     /// Messages per second one node's connection to this process's tracker may send (bursts
     /// of twice that) before it is closed. A node sends a few per segment its players fetch.
     public var nodeMessageRate = 500.0
+    /// The least severe log line written (info: one line per request).
+    public var logLevel = Logger.Level.info
     /// What the process is: a gateway node, or a tracker (signalling, the checksum registry
     /// and the first seed; it serves no players).
     public var role = Role.node
@@ -142,6 +145,12 @@ public struct GatewayConfiguration: Sendable {
         if let t = s["live-hold"], t != "auto" {
             guard let seconds = Double(t), seconds >= 0, seconds <= 10 else { throw SettingsError("live-hold must be auto or seconds (0 to 10), not '\(t)'") }
             liveHold = .milliseconds(Int64(seconds * 1000))
+        }
+        if let l = s["log-level"] {
+            guard let level = Logger.Level(rawValue: l.lowercased()) else {
+                throw SettingsError("log-level must be trace, debug, info, notice, warning, error or critical, not '\(l)'")
+            }
+            logLevel = level
         }
         if let n = s["node-message-rate"] {
             guard let rate = Double(n), rate >= 1, rate <= 1_000_000 else { throw SettingsError("node-message-rate must be 1 to 1000000, not '\(n)'") }

@@ -39,7 +39,7 @@ public struct GatewayServer: Sendable {
             services.append(Application(
                 responder: DemoOrigin(root: demoRoot),
                 configuration: .init(address: .hostname("127.0.0.1", port: port), serverName: "swarmgate-demo-origin"),
-                logger: Logger(label: "swarmgate.demo-origin")))
+                logger: { var l = Logger(label: "swarmgate.demo-origin"); l.logLevel = configuration.logLevel; return l }()))
         }
         var c = configuration
         if let demoAuthority { c.allowOrigins.append(demoAuthority) }

@@ -32,6 +32,14 @@ struct ReadmeSynopsisTests {
         }
     }
 
+    /// `--log-level warning` leaves out the line per request; a level that does not exist is
+    /// a usage error.
+    @Test(arguments: ["serve", "tracker"])
+    func theLogLevelIsASetting(command: String) throws {
+        let r = try SwarmgateProcess.run([command, "--log-level", "loud", "--listen", "127.0.0.1:0"])
+        #expect(r.status == 2 && r.stderr.contains("log-level must be trace, debug, info"), "\(r.stderr)")
+    }
+
     /// A tracker-side setting given on either command line reaches the settings (and is checked).
     @Test(arguments: ["serve", "tracker"])
     func theNodeMessageRateFlagIsASetting(command: String) throws {

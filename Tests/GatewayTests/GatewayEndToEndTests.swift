@@ -30,6 +30,19 @@ final class GatewayEndToEndTests {
         "\(base)/hls.vod.p2p.com/\(originAuthority)/\(path)?\(query)"
     }
 
+    /// A line per request at the default level; `--log-level warning` leaves them out (an
+    /// edge box's log was a line per segment, with no way to quiet it).
+    @Test func theLogLevelChoosesTheLinesPerRequest() async throws {
+        _ = try await HTTP.get(base + "/health")
+        let (quiet, quietPort) = try await Live.gateway(["--log-level", "warning"])
+        defer { quiet.stop() }
+        _ = try await HTTP.get("http://127.0.0.1:\(quietPort)/health")
+        _ = try await HTTP.get("http://127.0.0.1:\(quietPort)/health")
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(gateway.stderr.contains("request.route=/health"))
+        #expect(!quiet.stderr.contains("request.route="), "\(quiet.stderr.prefix(400))")
+    }
+
     @Test func healthReadyMetricsAndStat() async throws {
         let h = try await HTTP.get(base + "/health")
         #expect(h.status == 200)

@@ -33,6 +33,7 @@ public struct SettingDefinition: Hashable, Sendable {
 public enum SettingDefinitions {
     static let shared: [SettingDefinition] = [
         .init("config", help: "A TOML file with settings (flags and SWARMGATE_* variables win over it)."),
+        .init("log-level", default: "info", help: "What is logged to stderr: trace, debug, info (a line per request), notice, warning, error or critical."),
         .init("listen", default: "127.0.0.1:8080", help: "HOST:PORT to listen on."),
         .init("allow-origin", kind: .list, help: "Origin hosts that may be fetched (host, host:port, *.suffix); they may be private addresses. Without it, only public addresses."),
         .init("app-id", default: "swarmgate", help: "The app id nodes and tracker share."),

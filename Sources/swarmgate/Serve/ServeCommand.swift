@@ -29,6 +29,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("app-id"), help: "The app id nodes and tracker share.") var appID: String?
     @Option(name: .customLong("app-secret-file"), help: "A file holding the app secret (or set SWARMGATE_APP_SECRET).") var appSecretFile: String?
     @Option(name: .customLong("admin-token-file"), help: "A file holding the token /prepare and /jobs ask for (or set SWARMGATE_ADMIN_TOKEN); without one, loopback callers only.") var adminTokenFile: String?
+    @Option(name: .customLong("log-level"), help: "What is logged: trace, debug, info (a line per request), notice, warning, error or critical (default info).") var logLevel: String?
     @Option(name: .customLong("node-message-rate"), help: "Messages per second a node may send the embedded tracker, bursts of twice that (default 500).") var nodeMessageRate: String?
     @Option(name: .customLong("max-object-size"), help: "Largest media object fetched from an origin, e.g. 4GiB.") var maxObjectSize: String?
     @Option(name: .customLong("origin-idle-timeout"), help: "Seconds an origin may send nothing before the request fails (504).") var originIdleTimeout: String?
@@ -60,6 +61,7 @@ struct ServeCommand: AsyncParsableCommand {
         f["app-secret-file"] = appSecretFile
         f["admin-token-file"] = adminTokenFile
         f["node-message-rate"] = nodeMessageRate
+        f["log-level"] = logLevel
         f["max-object-size"] = maxObjectSize
         f["origin-idle-timeout"] = originIdleTimeout
         if demo { f["demo"] = "true" }
@@ -80,7 +82,7 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError(error.message)
         }
         var logger = Logger(label: "swarmgate")
-        logger.logLevel = .info
+        logger.logLevel = configuration.logLevel
         let found: SwarmCredentials?
         do {
             found = try SwarmCredentials.from(settings, environment: ProcessInfo.processInfo.environment, required: configuration.tracker != nil)

@@ -24,6 +24,7 @@ struct TrackerCommand: AsyncParsableCommand {
     @Option(name: .customLong("app-id"), help: "The app id nodes and tracker share.") var appID: String?
     @Option(name: .customLong("app-secret-file"), help: "A file holding the app secret (or set SWARMGATE_APP_SECRET).") var appSecretFile: String?
     @Option(name: .customLong("admin-token-file"), help: "A file holding the token /prepare and /jobs ask for (or set SWARMGATE_ADMIN_TOKEN); without one, loopback callers only.") var adminTokenFile: String?
+    @Option(name: .customLong("log-level"), help: "What is logged: trace, debug, info (a line per request), notice, warning, error or critical (default info).") var logLevel: String?
     @Option(name: .customLong("node-message-rate"), help: "Messages per second one node may send, bursts of twice that (default 500).") var nodeMessageRate: String?
 
     var givenFlags: [String: String] {
@@ -45,6 +46,7 @@ struct TrackerCommand: AsyncParsableCommand {
         f["app-secret-file"] = appSecretFile
         f["admin-token-file"] = adminTokenFile
         f["node-message-rate"] = nodeMessageRate
+        f["log-level"] = logLevel
         return f
     }
 
@@ -67,7 +69,7 @@ struct TrackerCommand: AsyncParsableCommand {
         }
         configuration.role = .tracker
         var logger = Logger(label: "swarmgate.tracker")
-        logger.logLevel = .info
+        logger.logLevel = configuration.logLevel
         let c = configuration
         try await GatewayServer(configuration: c, credentials: credentials, logger: logger).run(makeOrigin: { c in
             try OriginClientAdapter(allowOrigins: c.allowOrigins, idleTimeout: c.originIdleTimeout, maxObjectSize: c.maxObjectSize, proxy: true)
