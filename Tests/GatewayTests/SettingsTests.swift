@@ -116,6 +116,12 @@ struct SettingsTests {
         let s = try settings(file: file)
         #expect(s.list("allow-origin") == ["cdn.example.com", "*.example.net", "edge.example.org"] && s["listen"] == "0.0.0.0:9000")
         #expect(try settings(file: "allow_origin = [\n]\n").list("allow-origin") == [])
+        // inherit_query is a list too, in either form (an array was refused as the wrong type).
+        for form in ["inherit_query = [\"token\", \"expires\"]", "inherit_query = \"token, expires\""] {
+            let flagged = try GatewayConfiguration(try settings(flags: ["inherit-query": "token,expires"], file: "")).inheritQuery
+            #expect(try GatewayConfiguration(try settings(file: form)).inheritQuery == flagged, "\(form)")
+            #expect(flagged != .none)
+        }
     }
 
     @Test func swarmSettingsAreTyped() throws {

@@ -63,7 +63,7 @@ public enum SettingDefinitions {
         .init("await-preparation", kind: .toggle, default: "false", help: "A player's request for an object whose preparation is under way waits for it, up to the peer deadline, when its progress says it ends by then (instead of SPEC's 302 to the CDN)."),
         .init("live-hold", default: "auto", help: "Seconds a live playlist's or MPD's answer may wait for the new segments it lists to be ready in the swarm; auto: a quarter of a segment (0.25 to 1 s); never more than half a segment; 0: none."),
         .init("peer-deadline", default: "auto", help: "Seconds the swarm may take to deliver a piece before it comes from the CDN by range; auto: a quarter of the segment's duration (0.5 to 3 s), 1.5 s when unknown."),
-        .init("inherit-query", default: "", help: "Query parameters of a playlist URL copied onto its URIs: names, comma-separated, or *."),
+        .init("inherit-query", kind: .list, default: "", help: "Query parameters of a playlist URL copied onto its URIs: names, comma-separated (an array in the config file), or *."),
         .init("key-uris", default: "origin", help: "EXT-X-KEY URIs: origin or proxy."),
         .init("demo", kind: .toggle, default: "false", help: "Also serve samples/ as a local origin and print a URL a player can open."),
     ]

@@ -58,6 +58,15 @@ final class LiveProcess: @unchecked Sendable {
         }
     }
 
+    /// All of stdout, once the process closes it (a command's whole answer), read as
+    /// `firstStdoutLine` is.
+    func allStdout() async -> String {
+        let reader = outPipe.fileHandleForReading
+        return await withCheckedContinuation { (all: CheckedContinuation<String, Never>) in
+            Thread { all.resume(returning: String(decoding: reader.readDataToEndOfFile(), as: UTF8.self)) }.start()
+        }
+    }
+
     /// Waits until stderr matches `pattern`, returning the first capture (without holding a
     /// thread, as `firstStdoutLine`).
     func waitForStderr(_ pattern: Regex<(Substring, Substring)>, timeout: Duration = .seconds(30)) async throws -> String {
