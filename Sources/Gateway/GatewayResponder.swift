@@ -40,10 +40,14 @@ public final class GatewayResponder: HTTPResponder {
     /// meanwhile wait for the same hold.
     let liveHolds = LiveHolds()
     /// Blocking reloads of low-latency playlists under way, by origin URL.
-    let blockingReloads = SingleFlight<Result<CollectedAnswer, GatewayFailure>>()
+    /// Manifest fetches under way, by origin URL (blocking reloads apart): identical requests
+    /// share one (`sharedManifest`).
+    let manifestFetches = SingleFlight<Result<CollectedAnswer, GatewayFailure>>()
     /// The target durations of the low-latency playlists read lately: how long their blocking
     /// reloads may wait at the origin.
     let lowLatencyTargets = LowLatencyTargets()
+    /// Live playlists' media sequence numbers, to tell one that started over.
+    let liveSequences = LiveSequences()
     let liveQueued = RecentlyQueued(interval: .seconds(600))
     /// The Representations of live MPDs that this node's players play.
     let liveRepresentations = LiveRepresentations()
@@ -297,7 +301,11 @@ public final class GatewayResponder: HTTPResponder {
         if let wait = Self.blockingReloadWait(
             proxy, configured: configuration.originIdleTimeout, targetDuration: lowLatencyTargets.seconds(of: Self.playlistName(proxy)))
         {
-            answer = try await blockingReload(proxy, idleTimeout: wait)
+            answer = try await sharedManifest(proxy, idleTimeout: wait, longPoll: true)
+        } else if manifestHint {
+            // A live playlist's players reload it together: one origin fetch for those that
+            // ask while it is under way (each went to the origin).
+            answer = try await sharedManifest(proxy, idleTimeout: nil, longPoll: false)
         } else {
             do {
                 answer = try await origin.fetch(OriginFetch(url: proxy.origin.string, range: manifestHint ? nil : clientRange))
@@ -399,7 +407,10 @@ public final class GatewayResponder: HTTPResponder {
                 let lowLatency = !vod && Self.contains(body, Self.partTag)
                 if lowLatency, let target = Self.targetDuration(body) { lowLatencyTargets.note(target, of: Self.playlistName(proxy)) }
                 let live = !vod && configuration.readAhead != .zero
-                let liveTail = live && liveListingDue(lowLatency ? playlist : playlist + "?" + (effective.query ?? ""), body)
+                let listName = lowLatency ? playlist : playlist + "?" + (effective.query ?? "")
+                // Looked at on every read: a list that started over may read as it did before.
+                let restarted = live && liveSequences.wentBack(listName, to: Self.mediaSequence(body))
+                let liveTail = live && (restarted || liveListingDue(listName, body))
                 options.collectReferences = readAhead || liveTail
                 let result: HLSRewrite
                 do { result = try HLSRewriter(playlistURL: effective, options: options).rewrite(body) } catch {
@@ -411,6 +422,7 @@ public final class GatewayResponder: HTTPResponder {
                         skippedReadAhead(playlist)
                     }
                     if liveTail {
+                        if restarted { liveRestarted(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query) }
                         let queued = prepareLiveTail(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query)
                         if !lowLatency { held = queued }
                     }
@@ -489,6 +501,14 @@ public final class GatewayResponder: HTTPResponder {
         return changed || due
     }
 
+    /// A live playlist's `EXT-X-MEDIA-SEQUENCE` (0 without one, RFC 8216 4.3.3.2).
+    static func mediaSequence(_ body: [UInt8]) -> Int {
+        guard let at = firstIndex(of: mediaSequenceTag, in: body) else { return 0 }
+        let digits = body[(at + mediaSequenceTag.count)...].prefix { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+        return digits.count <= 18 ? Int(String(decoding: digits, as: UTF8.self)) ?? 0 : 0
+    }
+
+    static let mediaSequenceTag = Array("#EXT-X-MEDIA-SEQUENCE:".utf8)
     static let partTag = Array("#EXT-X-PART:".utf8)
     static let targetDurationTag = Array("#EXT-X-TARGETDURATION:".utf8)
 
@@ -525,17 +545,18 @@ public final class GatewayResponder: HTTPResponder {
     /// reload's `_HLS_msn`, and tokens).
     static func playlistName(_ proxy: ProxyURL) -> String { proxy.origin.authority.lowercased() + proxy.origin.path }
 
-    /// A blocking reload, shared with the identical ones that arrive while it waits at the
-    /// origin: every low-latency player of a rendition parks the same request there, and one
-    /// per node reaches the origin. It is a long poll to the origin client: the distinct ones
-    /// (each rendition's, each sequence number's) never fill the host's slots that
-    /// preparation and other playlists need. The origin's answer is collected (a playlist's
-    /// size at most) and each request gets it.
-    func blockingReload(_ proxy: ProxyURL, idleTimeout: Duration) async throws(GatewayFailure) -> OriginAnswer {
+    /// A manifest fetch, shared with the identical ones that arrive while it is under way (a
+    /// live playlist's players reload it together), its answer collected (a manifest's size at
+    /// most) and handed to each. A blocking reload (`longPoll`) waits at the origin: every
+    /// low-latency player of a rendition parks the same request there, and one per node
+    /// reaches the origin. It is a long poll to the origin client: the distinct ones (each
+    /// rendition's, each sequence number's) never fill the host's slots that preparation and
+    /// other playlists need.
+    func sharedManifest(_ proxy: ProxyURL, idleTimeout: Duration?, longPoll: Bool) async throws(GatewayFailure) -> OriginAnswer {
         let url = proxy.origin.string
-        let shared = try await blockingReloads.run(url) { [self] () async -> Result<CollectedAnswer, GatewayFailure> in
+        let shared = try await manifestFetches.run((longPoll ? "long " : "") + url) { [self] () async -> Result<CollectedAnswer, GatewayFailure> in
             let answer: OriginAnswer
-            do throws(OriginFetchError) { answer = try await origin.fetch(OriginFetch(url: url, idleTimeout: idleTimeout, longPoll: true)) } catch { return .failure(error.failure) }
+            do throws(OriginFetchError) { answer = try await origin.fetch(OriginFetch(url: url, idleTimeout: idleTimeout, longPoll: longPoll)) } catch { return .failure(error.failure) }
             do throws(GatewayFailure) {
                 let body = try await collectManifest(answer)
                 return .success(CollectedAnswer(status: answer.status, headers: answer.headers, effectiveURL: answer.effectiveURL, body: body))
@@ -646,6 +667,19 @@ public final class GatewayResponder: HTTPResponder {
         let listed = references.filter { $0.role == .segment || $0.role == .map }
         let tail = LiveTail.of(listed, isInitialization: { $0.role == .map }, duration: \.duration)
         return prepareLiveTail(mediaObjects(tail, xresid: xresid, playlistQuery: playlistQuery))
+    }
+
+    /// A live playlist started over (its media sequence went back): an encoder restarted and
+    /// writes its segment names again, so the objects it lists are new ones under old names.
+    /// The copies held of them are not served until checked (`SwarmNode.doubt`), and they are
+    /// queued for preparation again. (Found by an attack: every node served the last run's
+    /// segments; an fMP4 one's old init segment made the new run's frames undecodable.)
+    func liveRestarted(_ references: [HLSReference], xresid: XResID, playlistQuery: String?) {
+        let listed = mediaObjects(references.filter { $0.role == .segment || $0.role == .map }, xresid: xresid, playlistQuery: playlistQuery)
+        logger.warning("a live playlist started over (its media sequence went back); checking the copies of what it lists",
+            metadata: ["xresid": "\(xresid)", "objects": "\(listed.count)"])
+        for object in listed { liveQueued.release(object.key.id) }
+        node.doubt(listed.map { ObjectRef(key: $0.key, url: $0.url, duration: $0.duration) })
     }
 
     /// Queues the objects of a live tail for preparation, each one once (not while the tracker
@@ -908,6 +942,22 @@ final class PlayOrder: Sendable {
 /// The target durations of low-latency playlists, by `GatewayResponder.playlistName`: a
 /// blocking reload is held at the origin for up to three of them (RFC 8216bis 6.2.5.2). A
 /// bounded memo: past `limit` names it starts again.
+/// The media sequence numbers of the live playlists read lately, by name: one that goes back
+/// is a playlist started over (an encoder restarted), whose objects may have old names.
+final class LiveSequences: Sendable {
+    private let sequences = Mutex<[String: Int]>([:])
+    static let limit = 4096
+
+    /// Notes `sequence` for `name`; true when it is lower than the one noted before.
+    func wentBack(_ name: String, to sequence: Int) -> Bool {
+        sequences.withLock { s in
+            if s.count >= Self.limit && s[name] == nil { s.removeAll(keepingCapacity: true) }
+            defer { s[name] = sequence }
+            return s[name].map { sequence < $0 } ?? false
+        }
+    }
+}
+
 final class LowLatencyTargets: Sendable {
     private let targets = Mutex<[String: Int]>([:])
     static let limit = 4096
@@ -978,6 +1028,12 @@ final class RecentlyQueued: Sendable {
     /// Forgets `name`'s claim: the next `claim(name)` succeeds.
     func release(_ name: String) {
         _ = claimed.withLock { $0.removeValue(forKey: name) }
+    }
+
+    /// Whether `name` was claimed within the interval (claiming nothing).
+    func holds(_ name: String) -> Bool {
+        let now = ContinuousClock.now
+        return claimed.withLock { c in c[name].map { now - $0 < interval } ?? false }
     }
 
     /// True when `name` was not claimed within the interval (and claims it now).

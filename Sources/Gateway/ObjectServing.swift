@@ -43,8 +43,10 @@ extension GatewayResponder {
         let checksums: PieceChecksums
         // An object a playlist listed is there: when it is not ready the player goes to the
         // origin at once. Any other waits for the origin's first answer, so that a missing
-        // object is the origin's 404 here rather than a redirect to one.
-        let wait = playOrder.lists(key) ? .zero : configuration.originIdleTimeout
+        // object is the origin's 404 here rather than a redirect to one. A live playlist's
+        // newest objects are listed too (they waited for the origin's head, and for a tracker
+        // that did not answer, 12 s).
+        let wait = playOrder.lists(key) || liveQueued.holds(key.id) ? .zero : configuration.originIdleTimeout
         // With --await-preparation, a preparation that will end within the peer deadline is
         // waited for: the CDN then sends the object once, and the player gets it from the swarm.
         let readyWithin = configuration.awaitPreparation ? peerDeadline(for: key) : .zero

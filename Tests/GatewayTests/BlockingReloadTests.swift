@@ -93,6 +93,25 @@ struct BlockingReloadTests {
             "at most 120 s")
     }
 
+    /// A live playlist's players reload it together: those whose requests come while one is
+    /// at the origin share it (each went to the origin), and all get the same answer.
+    @Test func identicalReloadsUnderWayShareOneOriginFetch() async throws {
+        let (origin, originPort) = try await Live.objectOrigin(rttMilliseconds: 300)
+        defer { origin.stop() }
+        let host = "127.0.0.1:\(originPort)"
+        let (gateway, port) = try await Live.gateway(["--allow-origin", host])
+        defer { gateway.stop() }
+        let playlist = "http://127.0.0.1:\(port)/hls.vod.p2p.com/\(host)/live/together.m3u8?segments=4&first=7"
+        let answers = try await withThrowingTaskGroup(of: HTTPResult.self) { group in
+            for _ in 0..<10 { group.addTask { try await HTTP.get(playlist) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(answers.allSatisfy { $0.status == 200 && $0.text == answers[0].text && $0.text.contains("seg10.ts") })
+        let r = try await HTTP.get("http://\(host)/__stats?name=live/together.m3u8")
+        let fetched = ((try JSONSerialization.jsonObject(with: r.body) as? [String: Any])?["queries"] as? [String])?.count ?? -1
+        #expect((1...2).contains(fetched), "origin fetches for 10 reloads at once: \(fetched)")
+    }
+
     /// Reloads answered so far, counted by the tasks that sent them.
     final class Answered: Sendable {
         let count = Mutex(0)

@@ -145,6 +145,35 @@ final class SwarmSignallingTests {
         #expect(holders.first?.url == "http://127.0.0.1:\(gport)")
     }
 
+    /// A tracker that answers nothing while its connection stays open (SIGSTOP: a hung host,
+    /// a network black hole) is away for the node within seconds: a live playlist's new
+    /// segment is sent to the origin at once, where every request waited 12 s for the tracker
+    /// (found by an attack). Once the tracker answers again, the node logs in again.
+    @Test func aTrackerThatAnswersNothingIsAwayWithinSeconds() async throws {
+        let (origin, originPort) = try await Live.objectOrigin()
+        defer { origin.stop() }
+        let (t, trackerPort) = try await tracker(allowOrigin: originPort)
+        defer { t.stop() }
+        let (g, gport) = try await Live.gateway([
+            "--allow-origin", "127.0.0.1:\(originPort)", "--tracker", "ws://127.0.0.1:\(trackerPort)/swarm/v1/ws", "--app-secret-file", secretFile,
+        ])
+        defer { g.stop() }
+        try await Live.waitForLogins(g, 1)
+        kill(t.process.processIdentifier, SIGSTOP)
+        defer { kill(t.process.processIdentifier, SIGCONT) }
+        let base = "http://127.0.0.1:\(gport)/hls.vod.p2p.com/127.0.0.1:\(originPort)"
+        _ = try await g.waitForStderr(#/(the tracker answers nothing)/#, timeout: .seconds(20))
+        // A new live segment: listed, not ready, and no tracker to ask.
+        let list = try await HTTP.get(base + "/live/silent.m3u8?segments=3&first=40&size=100000")
+        let newest = try #require(list.text.split(separator: "\n").last { !$0.hasPrefix("#") }.map(String.init))
+        let asked = ContinuousClock.now
+        let r = try await HTTP.get(newest)
+        #expect(r.status == 302, "\(r.status)")
+        #expect(ContinuousClock.now - asked < .seconds(5), "answered after \(ContinuousClock.now - asked), not at once")
+        kill(t.process.processIdentifier, SIGCONT)
+        try await Live.waitForLogins(g, 2)
+    }
+
     @Test func aNodeServesVerifiedPiecesToPeersOnlyWithAValidTokenAndWhileUploadIsOn() async throws {
         let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }

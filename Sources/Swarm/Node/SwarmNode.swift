@@ -29,7 +29,11 @@ public final class SwarmNode: Sendable {
     private let pieceFlights = SingleFlight<Result<ObtainedPiece, PieceFailure>>()
     /// Rechecks under way, and when each object was last checked for a node that said its
     /// origin copy changed.
-    private let rechecks = Mutex<(running: Int, last: [String: ContinuousClock.Instant])>((0, [:]))
+    private let rechecks = Mutex<(running: Int, waiting: [CheckedContinuation<Void, Never>], last: [String: ContinuousClock.Instant])>((0, [], [:]))
+    /// Copies of objects this node doubts, by object id: their live playlist started over
+    /// (`doubt`), and may list new objects under the old names. The checksums fingerprint in
+    /// doubt (nil: any copy the tracker names), until when.
+    private let doubts = Mutex<[String: (copy: String?, until: ContinuousClock.Instant)]>([:])
     private let checksumFlights = SingleFlight<ChecksumAnswer>()
     private let wantFlights = SingleFlight<[SwarmPeer]>()
     private let peerFlights = SingleFlight<PeerOutcome>()
@@ -206,6 +210,11 @@ public final class SwarmNode: Sendable {
         return await checksumFlights.run(key.id + (waitForOrigin ? "w" : "") + readyKey + (ifReady ? "p" : "")) {
             let (answer, peers) = await link.checksums(ref, urgent: urgent, waitForOrigin: waitForOrigin, readyWithin: readyWithin, ifReady: ifReady)
             if let checksums = answer.checksums {
+                // A copy in doubt is not served until the registry has checked it: the player
+                // goes to the origin meanwhile.
+                if self.doubted(key.id, checksums.fingerprint) {
+                    return ChecksumAnswer(state: .preparing, reason: "the copy is being checked against the origin")
+                }
                 self.registry.markReady(key, checksums: checksums, etag: answer.etag, lastModified: answer.lastModified, contentType: answer.contentType)
                 self.keepPeerList(key, peers)
             }
@@ -295,7 +304,10 @@ public final class SwarmNode: Sendable {
     private func told(_ ready: [(ref: ObjectRef, answer: ChecksumAnswer, peers: [SwarmPeer])]) {
         // Each answer's digests are parsed once.
         let usable = ready.compactMap { r in
-            r.answer.checksums.map { (entry: ChecksumRegistry.Ready(key: r.ref.key, checksums: $0, etag: r.answer.etag, lastModified: r.answer.lastModified, contentType: r.answer.contentType), peers: r.peers) }
+            r.answer.checksums.flatMap { checksums in
+                doubted(r.ref.key.id, checksums.fingerprint) ? nil
+                    : (entry: ChecksumRegistry.Ready(key: r.ref.key, checksums: checksums, etag: r.answer.etag, lastModified: r.answer.lastModified, contentType: r.answer.contentType), peers: r.peers)
+            }
         }
         registry.markReady(usable.map(\.entry))
         for u in usable { keepPeerList(u.entry.key, u.peers) }
@@ -636,16 +648,39 @@ public final class SwarmNode: Sendable {
     public func recheck(_ ref: ObjectRef, piece index: Int) async {
         guard index >= 0, let ready = registry.ready(ref.key), index < ready.checksums.layout.count else { return }
         let now = ContinuousClock.now
-        let go = rechecks.withLock { r -> Bool in
-            guard r.running < Self.maxRechecks else { return false }
+        enum Turn { case now, wait, no }
+        let turn = rechecks.withLock { r -> Turn in
             if r.last.count >= 4096 { r.last = r.last.filter { now - $0.value < Self.recheckInterval } }
-            guard r.last.count < 4096, r.last[ref.key.id].map({ now - $0 >= Self.recheckInterval }) ?? true else { return false }
+            guard r.last.count < 4096, r.last[ref.key.id].map({ now - $0 >= Self.recheckInterval }) ?? true,
+                r.waiting.count < Self.maxWaitingRechecks
+            else { return .no }
             r.last[ref.key.id] = now
+            guard r.running < Self.maxRechecks else { return .wait }
             r.running += 1
-            return true
+            return .now
         }
-        guard go else { return }
-        defer { rechecks.withLock { $0.running -= 1 } }
+        switch turn {
+        case .no: return
+        case .wait:
+            // A live playlist that started over has all its objects rechecked at once: they
+            // wait their turn (they were dropped, and their old copies kept).
+            await withCheckedContinuation { c in
+                let start = rechecks.withLock { r -> Bool in
+                    guard r.running < Self.maxRechecks else { r.waiting.append(c); return false }
+                    r.running += 1
+                    return true
+                }
+                if start { c.resume() }
+            }
+        case .now: break
+        }
+        defer {
+            let next = rechecks.withLock { r -> CheckedContinuation<Void, Never>? in
+                guard !r.waiting.isEmpty else { r.running -= 1; return nil }
+                return r.waiting.removeFirst()  // its turn: the slot passes on
+            }
+            next?.resume()
+        }
         // From the URL this registry prepared the copy from: a node's URL may carry a query
         // that selects other bytes under the same path (or names a variant with an ETag of its
         // own), and the object would be prepared again from it and served to every node.
@@ -676,8 +711,50 @@ public final class SwarmNode: Sendable {
         _ = originChanged(ref.key, index, checksums, url: source, "a node said so, and the origin's copy is another one")
     }
 
-    /// Rechecks for nodes that said an origin copy changed, at most at once.
+    /// Rechecks for nodes that said an origin copy changed, at most at once, and waiting.
     static let maxRechecks = 2
+    static let maxWaitingRechecks = 256
+
+    /// A live playlist started over (its media sequence went back: the encoder was restarted)
+    /// and lists these objects, which may be new ones under the names of old ones: an encoder
+    /// writes `seg00000.ts` again. The copies held are not served as they are. A node whose
+    /// registry is the swarm's drops them (the tracker tells the nodes that hold them; the
+    /// caller queues them again). Another drops its own, says so to the tracker, whose
+    /// registry checks its copy against the origin (dropping it if it changed), and doubts
+    /// the copy it held (any, if none) for `doubtLifetime`: while the tracker still names it,
+    /// players are sent to the origin.
+    public func doubt(_ refs: [ObjectRef]) {
+        let until = ContinuousClock.now + Self.doubtLifetime
+        for ref in refs {
+            let ready = registry.ready(ref.key)
+            if let ready, registry.drop(ref.key, ifCopy: ready.checksums) {
+                store.remove(ref.key)
+                if link == nil { copyDroppedObserver.withLock { $0 }?(ref.key, ready.checksums) }
+            }
+            guard let link else { continue }
+            doubts.withLock { d in
+                if d.count >= 4096 { d = d.filter { ContinuousClock.now < $0.value.until } }
+                d[ref.key.id] = (ready?.checksums.fingerprint, until)
+            }
+            swarm.withLock { $0.peerLists[ref.key.id] = nil }
+            Task { await link.changed(ref, piece: 0) }
+        }
+    }
+
+    /// How long a copy in doubt is not served while the tracker still names it.
+    static let doubtLifetime: Duration = .seconds(10)
+
+    /// Whether copy `copy` (a checksums fingerprint) of object `id` is in doubt now.
+    private func doubted(_ id: String, _ copy: String) -> Bool {
+        doubts.withLock { d in
+            guard let doubt = d[id] else { return false }
+            guard ContinuousClock.now < doubt.until else {
+                d[id] = nil
+                return false
+            }
+            return doubt.copy == nil || doubt.copy == copy
+        }
+    }
 
     /// How often one object is checked against the origin for a node that says it changed.
     static let recheckInterval: Duration = .seconds(10)

@@ -116,7 +116,7 @@ public final class TrackerLink: Service, Sendable {
     /// One connection, login to close. Returns why it ended.
     private func session() async -> String {
         let c = configuration
-        let box = Mutex<String>("closed")
+        let notes = SessionNotes()
         do {
             try await WebSocketClient.connect(url: c.url, logger: logger) { inbound, outbound, _ in
                 // A message larger than a frame (16 KiB: a login's `have`, a long `prepare`)
@@ -127,7 +127,7 @@ public final class TrackerLink: Service, Sendable {
                 var messages = inbound.messages(maxSize: 8 << 20).makeAsyncIterator()
                 guard case .text(let first)? = try await messages.next(), let welcome = SwarmMessage(json: first) else { return }
                 guard welcome.type == "welcome" else {
-                    box.withLock { $0 = "refused: \(welcome.reason ?? "?")" }
+                    notes.reason.withLock { $0 = "refused: \(welcome.reason ?? "?")" }
                     if welcome.reason == LoginRefusal.peerInUse.rawValue {
                         self.peerIDInUse(heardAgo: welcome.heardAgo)
                     } else {
@@ -149,23 +149,36 @@ public final class TrackerLink: Service, Sendable {
                 }
                 let objects = self.held()
                 if !objects.isEmpty { try await self.send(type: "have", objects: objects, whole: true) }
-                let beat = Duration.seconds(max(1, welcome.heartbeat ?? 10))
+                // Pings at least every `maxPingInterval`, each answered by a pong: a tracker
+                // that answers nothing for `silenceLimit` (its host hung, a network black hole;
+                // the connection stays open) is away. Every request to it waited its whole
+                // timeout (12 s for each new live segment, found by an attack); now the node
+                // serves from its cache and the CDN at once, and connects again.
+                let beat = min(Duration.seconds(max(1, welcome.heartbeat ?? 10)), Self.maxPingInterval)
                 let pinger = Task {
                     while !Task.isCancelled {
                         try await Task.sleep(for: beat)
+                        if ContinuousClock.now - notes.heard.withLock({ $0 }) > Self.silenceLimit(beat) {
+                            notes.reason.withLock { $0 = "the tracker answered nothing for \(Self.silenceLimit(beat))" }
+                            self.logger.warning("the tracker answers nothing; serving without it until it does", metadata: ["tracker": "\(c.url)"])
+                            self.disconnected()
+                            try? await outbound.close(.goingAway, reason: "no answer")
+                            return
+                        }
                         try await send(SwarmMessage(type: "ping").json)
                     }
                 }
                 defer { pinger.cancel() }
                 while let message = try await messages.next() {
+                    notes.heard.withLock { $0 = ContinuousClock.now }
                     guard case .text(let text) = message, let m = SwarmMessage(json: text) else { continue }
                     self.received(m)
                 }
             }
         } catch {
-            box.withLock { $0 = "\(error)" }
+            notes.reason.withLock { $0 = "\(error)" }
         }
-        return box.withLock { $0 }
+        return notes.reason.withLock { $0 }
     }
 
     /// The tracker refused this node's id: a session from another URL holds it. That session
@@ -198,6 +211,13 @@ public final class TrackerLink: Service, Sendable {
     /// How long a tracker that does not say when the other session was heard refuses a node's
     /// id before the node takes a new one (past the three heartbeats it waits for a silent one).
     static let renewAfterRefusals = Duration.seconds(60)
+
+    /// The longest time between two pings.
+    static let maxPingInterval = Duration.seconds(2)
+
+    /// How long a tracker pinged every `beat` may answer nothing before it counts as away:
+    /// two pings unanswered, and two seconds for the way.
+    static func silenceLimit(_ beat: Duration) -> Duration { beat * 2 + .seconds(2) }
 
     /// Another node is logged in with this node's id from another URL: its cache folder was
     /// copied from this one (or this one's from it). This node takes a new id for the next
@@ -398,4 +418,10 @@ extension Duration {
     public var milliseconds: Int64 {
         components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
     }
+}
+
+/// One session's notes: why it ended, and when the tracker was last heard.
+private final class SessionNotes: Sendable {
+    let reason = Mutex("closed")
+    let heard = Mutex(ContinuousClock.now)
 }

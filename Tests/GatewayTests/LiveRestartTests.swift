@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+import TestScratch
+
+/// A live encoder that restarts writes its segment names again (`s0.ts`…) with other bytes,
+/// and its playlist's media sequence starts over. Every node served the last run's copies
+/// (found by an attack; an fMP4 stream's old init segment made the new frames undecodable).
+/// Now a player gets the new run's bytes or a 302 to the origin, never the old ones: on a
+/// gateway whose registry is the swarm's, and on a node of a tracker.
+@Suite("Live: an encoder that starts over")
+struct LiveRestartTests {
+    static let token = "restart-token"
+
+    /// Segment `n` of run `run`: 200,000 bytes, other ones in each run.
+    static func segment(_ run: Int, _ n: Int) -> Data {
+        Data((0..<200_000).map { i in UInt8(truncatingIfNeeded: (i &* 31) ^ (n &* 7) ^ (run &* 101)) })
+    }
+
+    /// Writes run `run`'s playlist (media sequence `first`, segments `first..<first+3`) and
+    /// those segments into `folder`.
+    static func write(run: Int, first: Int, to folder: URL) throws {
+        var playlist = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:\(first)\n"
+        for n in first..<(first + 3) {
+            try segment(run, n).write(to: folder.appendingPathComponent("s\(n).ts"), options: .atomic)
+            playlist += "#EXTINF:2.0,\ns\(n).ts\n"
+        }
+        try Data(playlist.utf8).write(to: folder.appendingPathComponent("live.m3u8"), options: .atomic)
+    }
+
+    @Test(arguments: [false, true])
+    func aPlayerNeverGetsTheLastRunsSegments(withTracker: Bool) async throws {
+        let folder = Scratch.url("live-restart")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try Self.write(run: 1, first: 0, to: folder)
+        let (origin, originPort) = try await Live.origin(serving: folder, token: Self.token)
+        defer { origin.stop() }
+        let allow = ["--allow-origin", "127.0.0.1:\(originPort)"]
+        var processes: [LiveProcess] = []
+        defer { for p in processes { p.stop() } }
+        let port: Int
+        if withTracker {
+            let secret = Scratch.path("restart-secret")
+            try "restart-secret\n".write(toFile: secret, atomically: true, encoding: .utf8)
+            let dir = Live.cacheFolder()
+            let tracker = try LiveProcess(Live.binary, [
+                "tracker", "--listen", "127.0.0.1:0", "--app-secret-file", secret, "--db", dir + "-registry.sqlite", "--cache-dir", dir,
+            ] + allow)
+            processes.append(tracker)
+            let trackerPort = try await tracker.waitForStderr(#/listening on 127\.0\.0\.1:(\d+)/#)
+            let (node, nodePort) = try await Live.gateway(allow + ["--inherit-query", "token", "--tracker", "ws://127.0.0.1:\(trackerPort)/swarm/v1/ws", "--app-secret-file", secret])
+            processes.append(node)
+            try await Live.waitForLogins(node, 1)
+            port = nodePort
+        } else {
+            let (gateway, gatewayPort) = try await Live.gateway(allow + ["--inherit-query", "token"])
+            processes.append(gateway)
+            port = gatewayPort
+        }
+        let base = "http://127.0.0.1:\(port)/hls.vod.p2p.com/127.0.0.1:\(originPort)"
+        func play(_ run: Int, _ segments: Range<Int>) async throws {
+            let list = try await HTTP.get(base + "/live.m3u8?token=\(Self.token)")
+            #expect(list.status == 200)
+            let uris = list.text.split(separator: "\n").filter { !$0.hasPrefix("#") }.map(String.init)
+            #expect(uris.count == 3, "\(list.text)")
+            for (n, uri) in zip(segments, uris) {
+                let deadline = ContinuousClock.now + .seconds(30)
+                while true {
+                    let r = try await HTTP.get(uri)
+                    if r.status == 200 {
+                        // Compared as a Bool: a failed `==` of two 200 kB Data is diffed, for minutes.
+                        let right = r.body == Self.segment(run, n)
+                        #expect(right, "run \(run), s\(n).ts: \(r.body == Self.segment(1, n) ? "the last run's bytes" : "other bytes")")
+                        break
+                    }
+                    #expect(r.status == 302, "s\(n).ts: \(r.status)")
+                    guard ContinuousClock.now < deadline else { throw TestFailure("s\(n).ts not served from the swarm within 30 s") }
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+            }
+        }
+        // The first run, until the swarm holds its segments, then on (media sequence 3).
+        try await play(1, 0..<3)
+        try Self.write(run: 1, first: 3, to: folder)
+        try await play(1, 3..<6)
+        // The encoder restarts: s0.ts-s2.ts again, with other bytes, media sequence 0.
+        try Self.write(run: 2, first: 0, to: folder)
+        try await play(2, 0..<3)
+        // The registry prepared them again: they come from the swarm, not only by 302.
+        try await play(2, 0..<3)
+    }
+}
