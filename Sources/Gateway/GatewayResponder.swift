@@ -446,11 +446,15 @@ public final class GatewayResponder: HTTPResponder {
                     if configuration.readAhead != .zero {
                         let inline = body.count <= Self.inlineLiveMPDSize
                         if inline { holdName = mpd }
-                        if liveListingDue(mpd, body) {
+                        // An MPD whose availabilityStartTime changed started over (an encoder
+                        // restarted, numbering its segments from the start again).
+                        let restarted = liveSequences.startedOver(mpd, at: Self.availabilityStartTime(body))
+                        if restarted || liveListingDue(mpd, body) {
                             // The origin's clock, as its Date says (its live edge), else ours.
                             let now = answer.header("date").flatMap { HTTPDate.seconds($0) } ?? Date().timeIntervalSince1970
                             let list: @Sendable () -> [(key: ObjectKey, url: String, duration: Double?)] = { [self] in
                                 guard let listed = try? rewriteDASH(body, url: effective, xresid: proxy.xresid, collectSegments: true, now: now) else { return [] }
+                                if restarted { liveMPDRestarted(listed.segments, xresid: proxy.xresid, mpdQuery: query) }
                                 return prepareLiveTails(listed.segments, xresid: proxy.xresid, mpdQuery: query, mpd: mpd)
                             }
                             if inline { held = list() } else { Task.detached(priority: .utility) { _ = list() } }
@@ -509,6 +513,16 @@ public final class GatewayResponder: HTTPResponder {
     }
 
     static let mediaSequenceTag = Array("#EXT-X-MEDIA-SEQUENCE:".utf8)
+
+    /// A dynamic MPD's `availabilityStartTime` (the first one in it: the MPD element's), as
+    /// written; nil without one.
+    static func availabilityStartTime(_ body: [UInt8]) -> String? {
+        guard let at = firstIndex(of: availabilityStartTag, in: body) else { return nil }
+        let value = body[(at + availabilityStartTag.count)...].prefix(64).prefix { $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "'") }
+        return String(decoding: value, as: UTF8.self)
+    }
+
+    static let availabilityStartTag = Array("availabilityStartTime=\"".utf8)
     static let partTag = Array("#EXT-X-PART:".utf8)
     static let targetDurationTag = Array("#EXT-X-TARGETDURATION:".utf8)
 
@@ -676,10 +690,23 @@ public final class GatewayResponder: HTTPResponder {
     /// segments; an fMP4 one's old init segment made the new run's frames undecodable.)
     func liveRestarted(_ references: [HLSReference], xresid: XResID, playlistQuery: String?) {
         let listed = mediaObjects(references.filter { $0.role == .segment || $0.role == .map }, xresid: xresid, playlistQuery: playlistQuery)
-        logger.warning("a live playlist started over (its media sequence went back); checking the copies of what it lists",
-            metadata: ["xresid": "\(xresid)", "objects": "\(listed.count)"])
+        doubt(listed, xresid: xresid, because: "a live playlist started over (its media sequence went back)")
+    }
+
+    /// Doubts the copies of what a live list that started over lists, and has them queued again.
+    func doubt(_ listed: [(key: ObjectKey, url: String, duration: Double?)], xresid: XResID, because why: String) {
+        logger.warning("\(why); checking the copies of what it lists", metadata: ["xresid": "\(xresid)", "objects": "\(listed.count)"])
         for object in listed { liveQueued.release(object.key.id) }
         node.doubt(listed.map { ObjectRef(key: $0.key, url: $0.url, duration: $0.duration) })
+    }
+
+    /// The same for a live MPD that started over (its `availabilityStartTime` changed): the
+    /// objects its segment lists name around the live edge.
+    func liveMPDRestarted(_ lists: [DASHSegmentList], xresid: XResID, mpdQuery: String?) {
+        let listed = lists.flatMap { list in
+            listedObjects(list.segments.lazy.compactMap { s in (try? OriginURL(s.url)).map { (origin: $0, duration: s.duration) } }, xresid: xresid, listQuery: mpdQuery)
+        }
+        doubt(listed, xresid: xresid, because: "a live MPD started over (its availabilityStartTime changed)")
     }
 
     /// Queues the objects of a live tail for preparation, each one once (not while the tracker
@@ -942,11 +969,23 @@ final class PlayOrder: Sendable {
 /// The target durations of low-latency playlists, by `GatewayResponder.playlistName`: a
 /// blocking reload is held at the origin for up to three of them (RFC 8216bis 6.2.5.2). A
 /// bounded memo: past `limit` names it starts again.
-/// The media sequence numbers of the live playlists read lately, by name: one that goes back
-/// is a playlist started over (an encoder restarted), whose objects may have old names.
+/// The media sequence numbers of the live playlists read lately, and the start times of the
+/// live MPDs, by name: one that goes back (changes) is a list started over (an encoder
+/// restarted), whose objects may have old names.
 final class LiveSequences: Sendable {
     private let sequences = Mutex<[String: Int]>([:])
+    private let starts = Mutex<[String: String]>([:])
     static let limit = 4096
+
+    /// Notes a live MPD's start (`availabilityStartTime`); true when another was noted before.
+    func startedOver(_ name: String, at start: String?) -> Bool {
+        guard let start else { return false }
+        return starts.withLock { s in
+            if s.count >= Self.limit && s[name] == nil { s.removeAll(keepingCapacity: true) }
+            defer { s[name] = start }
+            return s[name].map { $0 != start } ?? false
+        }
+    }
 
     /// Notes `sequence` for `name`; true when it is lower than the one noted before.
     func wentBack(_ name: String, to sequence: Int) -> Bool {

@@ -88,4 +88,40 @@ struct LiveRestartTests {
         // The registry prepared them again: they come from the swarm, not only by 302.
         try await play(2, 0..<3)
     }
+
+    /// The same for a live MPD: the encoder restarts, numbering its segments from the start
+    /// again, and the MPD's availabilityStartTime changes (Tests/python/object_origin.py:
+    /// `?ast=`; `/__version` gives the segments other bytes under the same URLs).
+    @Test func aDASHPlayerNeverGetsTheLastRunsSegments() async throws {
+        let (origin, originPort) = try await Live.objectOrigin()
+        defer { origin.stop() }
+        let host = "127.0.0.1:\(originPort)"
+        let (gateway, port) = try await Live.gateway(["--allow-origin", host])
+        defer { gateway.stop() }
+        let mpd = "http://127.0.0.1:\(port)/hls.vod.p2p.com/\(host)/dashlive/restart.mpd?segments=3&first=5"
+        let segment = "/obj/restart-lo/seg7.ts?size=200000&token=abc"
+        func play(_ ast: String) async throws {
+            let answer = try await HTTP.get(mpd + "&ast=\(ast)")
+            #expect(answer.status == 200 && answer.text.contains(ast))
+            let want = try await HTTP.get("http://\(host)\(segment)").body
+            let xresid = try #require(answer.text.firstMatch(of: #/xresid=([0-9a-f]+)/#).map { String($0.1) })
+            let url = "http://127.0.0.1:\(port)/hls.vod.p2p.com/\(host)\(segment)&xresid=\(xresid)"
+            let deadline = ContinuousClock.now + .seconds(30)
+            while true {
+                let r = try await HTTP.get(url)
+                if r.status == 200 {
+                    let right = r.body == want  // a Bool: a failed `==` of two Data is diffed for minutes
+                    #expect(right, "\(ast): seg7 served with other bytes than the origin's")
+                    return
+                }
+                #expect(r.status == 302, "\(r.status)")
+                guard ContinuousClock.now < deadline else { throw TestFailure("seg7 not served from the swarm within 30 s") }
+                try await Task.sleep(for: .milliseconds(100))
+                _ = try await HTTP.get(mpd + "&ast=\(ast)")
+            }
+        }
+        try await play("2026-01-01T00:00:00Z")
+        for k in 5..<8 { _ = try await HTTP.get("http://\(host)/__version?name=restart-lo/seg\(k).ts&bump=1") }
+        try await play("2026-01-01T00:10:00Z")
+    }
 }

@@ -45,7 +45,7 @@ Endpoints:
                      from 0) with an initialization /obj/NAME-ID/init.mp4?size=1000&token=abc
   /dashlive/NAME.mpd the same as a dynamic (live) MPD: a SegmentTimeline of ?segments=N (default
                      10) segments numbered from ?first=K (default 0), 4 s each (only the
-                     timeline says where the live edge is)
+                     timeline says where the live edge is); ?ast=TIME: its availabilityStartTime
   /peer/v1/...       a lying peer: any piece request is answered 200 with 65536 bytes of garbage
   /slow/peer/v1/...  the same at 10 KB/s (a peer on a bad link)
   /__version         ?name=NAME[&bump=1][&gone=1|0][&size=N][&noranges=1]: bump NAME's version if
@@ -245,7 +245,7 @@ class Handler(BaseHTTPRequestHandler):
         first = int(self.query.get("first", "0"))
         size = int(self.query.get("size", "200000"))
         if live:
-            kind = ('type="dynamic" availabilityStartTime="1970-01-01T00:00:00Z" minimumUpdatePeriod="PT2S"')
+            kind = ('type="dynamic" availabilityStartTime="%s" minimumUpdatePeriod="PT2S"' % self.query.get("ast", "1970-01-01T00:00:00Z"))
             timing = ('timescale="1" startNumber="%d"' % first,
                       '<SegmentTimeline><S t="%d" d="4" r="%d"/></SegmentTimeline>' % (4 * first, n - 1))
         else:
