@@ -56,6 +56,9 @@ public struct GatewayConfiguration: Sendable {
     /// Messages per second one node's connection to this process's tracker may send (bursts
     /// of twice that) before it is closed. A node sends a few per segment its players fetch.
     public var nodeMessageRate = 500.0
+    /// How old a kept copy may be before a player's request has it checked against the
+    /// origin (in the background); nil: never.
+    public var revalidateAfter: Duration? = .seconds(600)
     /// The least severe log line written (info: one line per request).
     public var logLevel = Logger.Level.info
     /// What the process is: a gateway node, or a tracker (signalling, the checksum registry
@@ -145,6 +148,12 @@ public struct GatewayConfiguration: Sendable {
         if let t = s["live-hold"], t != "auto" {
             guard let seconds = Double(t), seconds >= 0, seconds <= 10 else { throw SettingsError("live-hold must be auto or seconds (0 to 10), not '\(t)'") }
             liveHold = .milliseconds(Int64(seconds * 1000))
+        }
+        if let t = s["revalidate-after"] {
+            guard let seconds = Double(t), seconds >= 0, seconds <= 31_536_000 else {
+                throw SettingsError("revalidate-after must be seconds (0 to 31536000; 0: never), not '\(t)'")
+            }
+            revalidateAfter = seconds == 0 ? nil : .milliseconds(Int64(seconds * 1000))
         }
         if let l = s["log-level"] {
             guard let level = Logger.Level(rawValue: l.lowercased()) else {

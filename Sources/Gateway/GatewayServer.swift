@@ -48,7 +48,7 @@ public struct GatewayServer: Sendable {
         let node = try SwarmNode(
             cacheDirectory: c.cacheDirectory, cacheSize: c.cacheSize, registryPath: c.registryPath, pieceSize: c.pieceSize,
             maxPrepareJobs: c.prepareJobs, maxObjectSize: c.maxObjectSize, origin: origin.client, peerDeadline: c.peerDeadline ?? GatewayResponder.unknownDurationDeadline,
-            readAhead: c.readAhead, logger: logger, onBadPiece: { stats.countPieceFailure() },
+            readAhead: c.readAhead, revalidateAfter: c.revalidateAfter, logger: logger, onBadPiece: { stats.countPieceFailure() },
             onFallback: { reason in TrafficStats.FallbackReason(rawValue: reason.rawValue).map(stats.countFallback) })
         services.append(node.prepareQueue)
         let peerID = try PeerID(cacheDirectory: c.cacheDirectory)

@@ -22,6 +22,11 @@ public final class SwarmNode: Sendable {
     /// How long the swarm may take to deliver a piece before the origin is asked, unless a
     /// request says otherwise (and for prefetching).
     public let peerDeadline: Duration
+    /// How old a copy may be (since it was prepared, or last found the same as the origin's)
+    /// before a request for it has it checked against the origin; nil: never.
+    public let revalidateAfter: Duration?
+    /// Objects whose copies are being checked (`revalidateIfDue`).
+    private let revalidating = Mutex<Set<String>>([])
     let onBadPiece: @Sendable () -> Void
     let onFallback: @Sendable (FallbackReason) -> Void
     /// Requests for a missing piece, to the tracker and to peers, one at a time per piece (or
@@ -103,7 +108,7 @@ public final class SwarmNode: Sendable {
     public init(
         cacheDirectory: String, cacheSize: Int64, registryPath: String, pieceSize: Int, maxPrepareJobs: Int,
         maxObjectSize: Int64, origin: OriginClient, peerDeadline: Duration = .milliseconds(1500),
-        readAhead: Duration? = .seconds(60), logger: Logger,
+        readAhead: Duration? = .seconds(60), revalidateAfter: Duration? = .seconds(600), logger: Logger,
         onBadPiece: @escaping @Sendable () -> Void = {}, onFallback: @escaping @Sendable (FallbackReason) -> Void = { _ in }
     ) throws(SwarmError) {
         do {
@@ -139,6 +144,7 @@ public final class SwarmNode: Sendable {
         peers.bodyBufferSize = 1 << 20
         peerClient = OriginClient(configuration: peers)
         self.peerDeadline = peerDeadline
+        self.revalidateAfter = revalidateAfter
         self.onBadPiece = onBadPiece
         self.onFallback = onFallback
         self.logger = logger
@@ -184,7 +190,10 @@ public final class SwarmNode: Sendable {
     public func resolve(_ key: ObjectKey, url: String, wait: Duration, readyWithin: Duration = .zero) async -> Resolution {
         let link = link
         if link == nil { reached([key.id]) }
-        if let ready = registry.ready(key) { return .ready(ready.entry, ready.checksums) }
+        if let ready = registry.ready(key) {
+            revalidateIfDue(ready.entry, url: url)
+            return .ready(ready.entry, ready.checksums)
+        }
         let answer: ChecksumAnswer
         if let link {
             answer = await trackerChecksums(ObjectRef(key: key, url: url), urgent: true, waitForOrigin: wait > .zero, readyWithin: readyWithin, link: link)
@@ -700,8 +709,13 @@ public final class SwarmNode: Sendable {
         case 412:
             changed = true
         case 206, 200:
+            // Another length (Content-Range's, or a whole 200's) is another copy, whatever piece 0 holds.
+            let total = response.status == 206
+                ? response.header("Content-Range")?.split(separator: "/").last.flatMap { Int64($0) }
+                : response.header("Content-Length").flatMap { Int64($0) }
             let bytes = (try? await Self.readPiece(response, index, checksums.layout)) ?? []
-            changed = !bytes.withUnsafeBytes { checksums.matches(index, $0) } && anotherCopy
+            let differs = !bytes.withUnsafeBytes { checksums.matches(index, $0) } || total.map { $0 != checksums.layout.length } ?? false
+            changed = differs && anotherCopy
         case 416:
             changed = anotherCopy
         default:
@@ -738,6 +752,26 @@ public final class SwarmNode: Sendable {
             }
             swarm.withLock { $0.peerLists[ref.key.id] = nil }
             Task { await link.changed(ref, piece: 0) }
+        }
+    }
+
+    /// A copy older than `revalidateAfter` is checked against the origin in the background
+    /// while it is served, as a shared HTTP cache revalidates what it keeps: a file replaced
+    /// at the origin under its name was served as it was, by every node, for ever (found by
+    /// an attack). By this node's registry if it is the swarm's (`recheck`), else by the
+    /// tracker's (`changed`); either drops the copy, and has it prepared again, if the
+    /// origin's copy is another one. Found the same, it is good for another period.
+    private func revalidateIfDue(_ entry: RegistryEntry, url: String) {
+        guard let after = revalidateAfter, Date().timeIntervalSince(entry.updated) > Double(after.components.seconds),
+            revalidating.withLock({ $0.insert(entry.key.id).inserted })
+        else { return }
+        let ref = ObjectRef(key: entry.key, url: url)
+        let link = link
+        Task {
+            defer { _ = revalidating.withLock { $0.remove(ref.key.id) } }
+            // Asked once per period, whatever the answer (a copy the origin changed is dropped).
+            registry.update(ref.key) { _ in }
+            if let link { await link.changed(ref, piece: 0) } else { await recheck(ref, piece: 0) }
         }
     }
 

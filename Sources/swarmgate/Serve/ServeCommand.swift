@@ -29,6 +29,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("app-id"), help: "The app id nodes and tracker share.") var appID: String?
     @Option(name: .customLong("app-secret-file"), help: "A file holding the app secret (or set SWARMGATE_APP_SECRET).") var appSecretFile: String?
     @Option(name: .customLong("admin-token-file"), help: "A file holding the token /prepare and /jobs ask for (or set SWARMGATE_ADMIN_TOKEN); without one, loopback callers only.") var adminTokenFile: String?
+    @Option(name: .customLong("revalidate-after"), help: "Seconds after which a kept copy is checked against the origin when a player asks for it (default 600; 0: never).") var revalidateAfter: String?
     @Option(name: .customLong("log-level"), help: "What is logged: trace, debug, info (a line per request), notice, warning, error or critical (default info).") var logLevel: String?
     @Option(name: .customLong("node-message-rate"), help: "Messages per second a node may send the embedded tracker, bursts of twice that (default 500).") var nodeMessageRate: String?
     @Option(name: .customLong("max-object-size"), help: "Largest media object fetched from an origin, e.g. 4GiB.") var maxObjectSize: String?
@@ -62,6 +63,7 @@ struct ServeCommand: AsyncParsableCommand {
         f["admin-token-file"] = adminTokenFile
         f["node-message-rate"] = nodeMessageRate
         f["log-level"] = logLevel
+        f["revalidate-after"] = revalidateAfter
         f["max-object-size"] = maxObjectSize
         f["origin-idle-timeout"] = originIdleTimeout
         if demo { f["demo"] = "true" }
