@@ -29,9 +29,10 @@ struct ReplacedObjectTests {
     }
 
     /// A gateway fetching from the origin at `originPort`: one whose registry is the swarm's,
-    /// or a node of a tracker (logged in). Returns the processes started and its port.
-    static func gateway(withTracker: Bool, originPort: Int, _ arguments: [String]) async throws -> ([LiveProcess], Int) {
-        let allow = ["--allow-origin", "127.0.0.1:\(originPort)"]
+    /// or a node of a tracker (logged in), the tracker given `shared` too. Returns the
+    /// processes started and its port.
+    static func gateway(withTracker: Bool, originPort: Int, _ arguments: [String], shared: [String] = []) async throws -> ([LiveProcess], Int) {
+        let allow = ["--allow-origin", "127.0.0.1:\(originPort)"] + shared
         guard withTracker else {
             let (gateway, port) = try await Live.gateway(allow + arguments)
             return ([gateway], port)
@@ -144,7 +145,7 @@ struct ReplacedObjectTests {
         let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }
         let host = "127.0.0.1:\(originPort)"
-        let (processes, port) = try await Self.gateway(withTracker: withTracker, originPort: originPort, ["--revalidate-after", "1"])
+        let (processes, port) = try await Self.gateway(withTracker: withTracker, originPort: originPort, [], shared: ["--revalidate-after", "1"])
         defer { for p in processes { p.stop() } }
         let path = "/obj/replaced.ts?size=300000"
         let url = "http://127.0.0.1:\(port)/hls.vod.p2p.com/\(host)\(path)"

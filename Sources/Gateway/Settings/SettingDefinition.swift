@@ -48,6 +48,7 @@ public enum SettingDefinitions {
         .init("piece-size", default: "256KiB", help: "Bytes per piece of newly prepared objects."),
         .init("max-object-size", default: "4GiB", help: "Largest media object fetched from an origin, e.g. 4GiB."),
         .init("origin-idle-timeout", default: "10", help: "Seconds an origin may send nothing before the request fails (504)."),
+        .init("revalidate-after", default: "600", help: "Seconds after which a kept copy is checked against the origin, in the background, when a player (or a node) asks for it (a file replaced under its name); 0: never."),
         .init("read-ahead", default: "60", help: "Seconds of a VOD playlist past the furthest segment its players reached that the registry prepares ahead of them (0: none; all: the whole playlist at once)."),
     ]
 
@@ -57,7 +58,6 @@ public enum SettingDefinitions {
         .init("public-url", help: "The base URL rewritten playlists point at and peers use (default http:// + the listen address)."),
         .init("cache-dir", default: "swarmgate-cache", help: "Folder of the piece cache."),
         .init("memory-cache-size", default: "128MiB", help: "Verified pieces kept in memory as well (0: read every piece from disk)."),
-        .init("revalidate-after", default: "600", help: "Seconds after which a kept copy is checked against the origin, in the background, when a player asks for it (a file replaced under its name); 0: never."),
         .init("tracker", help: "ws://HOST:PORT/swarm/v1/ws of the tracker; without it, an embedded tracker."),
         .init("prefetch-segments", default: "3", help: "Segments after the one a player reads that are fetched from peers in the background (0: none)."),
         .init("peer-url", help: "Where other nodes fetch this node's pieces, when not at the public URL."),

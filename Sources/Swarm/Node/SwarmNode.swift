@@ -239,7 +239,10 @@ public final class SwarmNode: Sendable {
     public func checksums(_ ref: ObjectRef, urgent: Bool, wait: Duration, readyWithin: Duration = .zero) async -> ChecksumAnswer {
         let key = ref.key
         let asked = ContinuousClock.now
-        if let ready = registry.readyAnswer(key) { return ready }
+        if let ready = registry.ready(key) {
+            revalidateIfDue(ready.entry, url: ref.url)
+            return ChecksumAnswer(ready: ready.entry, checksums: ready.checksums)
+        }
         prepareQueue.enqueue(key, url: ref.url, urgent: urgent)
         let head = await prepareQueue.head(key, timeout: wait)
         switch head {
@@ -758,20 +761,23 @@ public final class SwarmNode: Sendable {
     /// A copy older than `revalidateAfter` is checked against the origin in the background
     /// while it is served, as a shared HTTP cache revalidates what it keeps: a file replaced
     /// at the origin under its name was served as it was, by every node, for ever (found by
-    /// an attack). By this node's registry if it is the swarm's (`recheck`), else by the
-    /// tracker's (`changed`); either drops the copy, and has it prepared again, if the
-    /// origin's copy is another one. Found the same, it is good for another period.
+    /// an attack). The registry that prepared it checks it (`recheck`), once per period
+    /// whoever asks, and drops it (it is prepared again, and the nodes that hold it drop it)
+    /// if the origin's copy is another one. A node of a tracker forgets its checksums, so that
+    /// its next request asks the tracker again (whose registry checks its copy); the pieces it
+    /// holds stay, verified against whatever checksums come.
     private func revalidateIfDue(_ entry: RegistryEntry, url: String) {
-        guard let after = revalidateAfter, Date().timeIntervalSince(entry.updated) > Double(after.components.seconds),
-            revalidating.withLock({ $0.insert(entry.key.id).inserted })
-        else { return }
+        guard let after = revalidateAfter, Date().timeIntervalSince(entry.updated) > Double(after.components.seconds) else { return }
+        if link != nil {
+            if let checksums = entry.checksums { _ = registry.drop(entry.key, ifCopy: checksums) }
+            return
+        }
+        guard revalidating.withLock({ $0.insert(entry.key.id).inserted }) else { return }
         let ref = ObjectRef(key: entry.key, url: url)
-        let link = link
         Task {
             defer { _ = revalidating.withLock { $0.remove(ref.key.id) } }
-            // Asked once per period, whatever the answer (a copy the origin changed is dropped).
-            registry.update(ref.key) { _ in }
-            if let link { await link.changed(ref, piece: 0) } else { await recheck(ref, piece: 0) }
+            registry.update(ref.key) { _ in }  // good for another period, unless the check drops it
+            await recheck(ref, piece: 0)
         }
     }
 

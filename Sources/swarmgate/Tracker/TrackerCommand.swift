@@ -24,6 +24,7 @@ struct TrackerCommand: AsyncParsableCommand {
     @Option(name: .customLong("app-id"), help: "The app id nodes and tracker share.") var appID: String?
     @Option(name: .customLong("app-secret-file"), help: "A file holding the app secret (or set SWARMGATE_APP_SECRET).") var appSecretFile: String?
     @Option(name: .customLong("admin-token-file"), help: "A file holding the token /prepare and /jobs ask for (or set SWARMGATE_ADMIN_TOKEN); without one, loopback callers only.") var adminTokenFile: String?
+    @Option(name: .customLong("revalidate-after"), help: "Seconds after which a kept copy is checked against the origin when a node asks for it (default 600; 0: never).") var revalidateAfter: String?
     @Option(name: .customLong("log-level"), help: "What is logged: trace, debug, info (a line per request), notice, warning, error or critical (default info).") var logLevel: String?
     @Option(name: .customLong("node-message-rate"), help: "Messages per second one node may send, bursts of twice that (default 500).") var nodeMessageRate: String?
 
@@ -47,6 +48,7 @@ struct TrackerCommand: AsyncParsableCommand {
         f["admin-token-file"] = adminTokenFile
         f["node-message-rate"] = nodeMessageRate
         f["log-level"] = logLevel
+        f["revalidate-after"] = revalidateAfter
         return f
     }
 
