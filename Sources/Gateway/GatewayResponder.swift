@@ -388,6 +388,8 @@ public final class GatewayResponder: HTTPResponder {
         // list whose hold under way (another reader's) it waits for too.
         var held: [(key: ObjectKey, url: String, duration: Double?)] = []
         var holdName: String?
+        // A live list, which changes: answered `no-cache` when the origin said nothing.
+        var changes = false
         do {
             switch format {
             case .hls:
@@ -400,6 +402,7 @@ public final class GatewayResponder: HTTPResponder {
                 var options = try hlsOptions(proxy, collectReferences: false)
                 let playlist = proxy.xresid.value + " " + effective.authority + effective.path + (proxy.variables.map { " xvars=" + $0 } ?? "")
                 let vod = Self.isVOD(body)
+                changes = !vod
                 let readAhead = vod && queuedPlaylists.claim(playlist)
                 // Renditions may differ by query only (`live.m3u8?v=hi`); a low-latency
                 // playlist's blocking reloads (`_HLS_msn`) do not, and are not held: their
@@ -442,6 +445,7 @@ public final class GatewayResponder: HTTPResponder {
                 // waits for the new segments, a long one's after it, without the wait.
                 let mpd = proxy.xresid.value + " " + effective.authority + effective.path
                 let query = proxy.origin.query
+                changes = rewrite.isDynamic
                 if rewrite.isDynamic {
                     if configuration.readAhead != .zero {
                         let inline = body.count <= Self.inlineLiveMPDSize
@@ -491,6 +495,9 @@ public final class GatewayResponder: HTTPResponder {
         for name in ["cache-control", "expires", "last-modified"] {
             if let v = answer.header(name), let field = HTTPField.Name(name) { headers[field] = v }
         }
+        // A cache between the gateway and its players would otherwise keep a live list by
+        // heuristics, and its players would stall on an old one.
+        if changes && headers[.cacheControl] == nil && headers[.expires] == nil { headers[.cacheControl] = "no-cache" }
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: output)))
     }
 

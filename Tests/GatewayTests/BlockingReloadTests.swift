@@ -94,7 +94,9 @@ struct BlockingReloadTests {
     }
 
     /// A live playlist's players reload it together: those whose requests come while one is
-    /// at the origin share it (each went to the origin), and all get the same answer.
+    /// at the origin share it (each went to the origin), and all get the same answer, which
+    /// no cache between the gateway and its players keeps (`no-cache`, when the origin said
+    /// nothing; found by an attack).
     @Test func identicalReloadsUnderWayShareOneOriginFetch() async throws {
         let (origin, originPort) = try await Live.objectOrigin(rttMilliseconds: 300)
         defer { origin.stop() }
@@ -110,6 +112,10 @@ struct BlockingReloadTests {
         let r = try await HTTP.get("http://\(host)/__stats?name=live/together.m3u8")
         let fetched = ((try JSONSerialization.jsonObject(with: r.body) as? [String: Any])?["queries"] as? [String])?.count ?? -1
         #expect((1...2).contains(fetched), "origin fetches for 10 reloads at once: \(fetched)")
+        // The origin says nothing of caching: a live list is `no-cache`, a VOD one left alone.
+        #expect(answers[0].headers["cache-control"] == "no-cache", "\(answers[0].headers)")
+        let vod = try await HTTP.get("http://127.0.0.1:\(port)/hls.vod.p2p.com/\(host)/vod/together.m3u8?segments=4")
+        #expect(vod.status == 200 && vod.headers["cache-control"] == nil, "\(vod.headers)")
     }
 
     /// Reloads answered so far, counted by the tasks that sent them.
