@@ -412,7 +412,7 @@ public final class GatewayResponder: HTTPResponder {
                 let live = !vod && configuration.readAhead != .zero
                 let listName = lowLatency ? playlist : playlist + "?" + (effective.query ?? "")
                 // Looked at on every read: a list that started over may read as it did before.
-                let restarted = live && liveSequences.wentBack(listName, to: Self.mediaSequence(body))
+                let restarted = live && liveSequences.wentBack(listName, to: Self.mediaSequence(body), listing: Self.count(Self.extinfTag, in: body))
                 let liveTail = live && (restarted || liveListingDue(listName, body))
                 options.collectReferences = readAhead || liveTail
                 let result: HLSRewrite
@@ -520,6 +520,17 @@ public final class GatewayResponder: HTTPResponder {
     }
 
     static let mediaSequenceTag = Array("#EXT-X-MEDIA-SEQUENCE:".utf8)
+    static let extinfTag = Array("#EXTINF:".utf8)
+
+    /// How many times `needle` occurs in `body`.
+    static func count(_ needle: [UInt8], in body: [UInt8]) -> Int {
+        var n = 0, from = 0
+        while from < body.count, let at = firstIndex(of: needle, in: body, from: from) {
+            n += 1
+            from = at + needle.count
+        }
+        return n
+    }
 
     /// A dynamic MPD's `availabilityStartTime` (the first one in it: the MPD element's), as
     /// written; nil without one.
@@ -612,13 +623,13 @@ public final class GatewayResponder: HTTPResponder {
     }
 
     /// Where `needle` (not empty) first occurs in `body`.
-    static func firstIndex(of needle: [UInt8], in body: [UInt8]) -> Int? {
+    static func firstIndex(of needle: [UInt8], in body: [UInt8], from start: Int = 0) -> Int? {
         guard !needle.isEmpty, body.count >= needle.count else { return nil }
         return body.withUnsafeBytes { h in
             needle.withUnsafeBytes { n in
                 let base = h.baseAddress!
                 let last = h.count - n.count
-                var i = 0
+                var i = max(0, start)
                 while i <= last, let hit = memchr(base + i, Int32(n[0]), last - i + 1) {
                     let at = base.distance(to: UnsafeRawPointer(hit))
                     if memcmp(base + at, n.baseAddress!, n.count) == 0 { return at }
@@ -994,12 +1005,18 @@ final class LiveSequences: Sendable {
         }
     }
 
-    /// Notes `sequence` for `name`; true when it is lower than the one noted before.
-    func wentBack(_ name: String, to sequence: Int) -> Bool {
+    /// Notes `sequence` for `name`, whose list holds `listing` segments; true when the list
+    /// started over: it went back to 0, or so far back that it shares no segment with the one
+    /// noted before. A list one or two segments behind is an origin's edge that lags (behind
+    /// a CDN, reloads reach several), not a restart.
+    func wentBack(_ name: String, to sequence: Int, listing: Int) -> Bool {
         sequences.withLock { s in
             if s.count >= Self.limit && s[name] == nil { s.removeAll(keepingCapacity: true) }
-            defer { s[name] = sequence }
-            return s[name].map { sequence < $0 } ?? false
+            let before = s[name] ?? sequence
+            let restarted = sequence < before && (sequence == 0 || before - sequence >= max(1, listing))
+            // A lagging edge's list is not kept as the newest.
+            s[name] = restarted ? sequence : max(before, sequence)
+            return restarted
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+@testable import Gateway
 import Testing
 import TestScratch
 
@@ -165,5 +166,27 @@ struct ReplacedObjectTests {
             guard ContinuousClock.now < deadline else { throw TestFailure("still the old copy 30 s after it was due to be checked") }
             try await Task.sleep(for: .milliseconds(200))
         }
+    }
+
+    /// What counts as a list started over: a media sequence back to 0, or so far back that the
+    /// new list shares no segment with the last; not a list one or two segments behind (an
+    /// origin edge that lags, behind a CDN), which is not kept as the newest either. An MPD
+    /// whose availabilityStartTime changes.
+    @Test func aListStartsOverWhenItsSequenceGoesBackPastItsLength() {
+        let sequences = LiveSequences()
+        #expect(!sequences.wentBack("a", to: 10, listing: 6))
+        #expect(!sequences.wentBack("a", to: 12, listing: 6))
+        #expect(!sequences.wentBack("a", to: 11, listing: 6), "a lagging edge")
+        #expect(!sequences.wentBack("a", to: 7, listing: 6), "five back, still sharing segments with 12's list")
+        #expect(!sequences.wentBack("a", to: 13, listing: 6))
+        #expect(sequences.wentBack("a", to: 0, listing: 6))
+        #expect(!sequences.wentBack("a", to: 1, listing: 6))
+        #expect(!sequences.wentBack("b", to: 30, listing: 3))
+        #expect(sequences.wentBack("b", to: 27, listing: 3))
+        #expect(!sequences.wentBack("c", to: 0, listing: 6), "first sight")
+        #expect(!sequences.startedOver("m", at: "2026-01-01T00:00:00Z"))
+        #expect(!sequences.startedOver("m", at: "2026-01-01T00:00:00Z"))
+        #expect(sequences.startedOver("m", at: "2026-01-01T00:10:00Z"))
+        #expect(!sequences.startedOver("m", at: nil))
     }
 }
