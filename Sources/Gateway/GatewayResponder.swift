@@ -412,9 +412,15 @@ public final class GatewayResponder: HTTPResponder {
                 let live = !vod && configuration.readAhead != .zero
                 let listName = lowLatency ? playlist : playlist + "?" + (effective.query ?? "")
                 // Looked at on every read: a list that started over may read as it did before.
-                let restarted = live && liveSequences.wentBack(listName, to: Self.mediaSequence(body), listing: Self.count(Self.extinfTag, in: body))
+                // By the query too (renditions may differ by query only), less a low-latency
+                // reload's own parameters.
+                let restartName = playlist + "?" + (effective.query ?? "").split(separator: "&").filter { !$0.hasPrefix("_HLS_") }.joined(separator: "&")
+                let restarted = live && liveSequences.wentBack(restartName, to: Self.mediaSequence(body), listing: Self.count(Self.extinfTag, in: body))
+                // A list that started over lately has what it lists checked at each read: the
+                // new run reaches the old one's names later too.
+                let startedOver = live && liveSequences.restarted(restartName) != nil
                 let liveTail = live && (restarted || liveListingDue(listName, body))
-                options.collectReferences = readAhead || liveTail
+                options.collectReferences = readAhead || liveTail || startedOver
                 let result: HLSRewrite
                 do { result = try HLSRewriter(playlistURL: effective, options: options).rewrite(body) } catch {
                     if readAhead { queuedPlaylists.release(playlist) }  // nothing was planned
@@ -424,8 +430,11 @@ public final class GatewayResponder: HTTPResponder {
                     if readAhead && !prepareAhead(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query) {
                         skippedReadAhead(playlist)
                     }
+                    if startedOver {
+                        let listed = result.references.filter { $0.role == .segment || $0.role == .map }
+                        doubtCopiesFromBefore(mediaObjects(listed, xresid: proxy.xresid, playlistQuery: proxy.origin.query), list: restartName, xresid: proxy.xresid)
+                    }
                     if liveTail {
-                        if restarted { liveRestarted(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query) }
                         let queued = prepareLiveTail(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query)
                         if !lowLatency { held = queued }
                     }
@@ -452,14 +461,16 @@ public final class GatewayResponder: HTTPResponder {
                         if inline { holdName = mpd }
                         // An MPD whose availabilityStartTime changed started over (an encoder
                         // restarted, numbering its segments from the start again).
-                        let restarted = liveSequences.startedOver(mpd, at: Self.availabilityStartTime(body))
+                        // By path (a query may name the start time it asks for); moving on only.
+                        let restartName = mpd
+                        let restarted = liveSequences.startedOver(restartName, at: Self.availabilityStartTime(body))
                         if restarted || liveListingDue(mpd, body) {
                             // The origin's clock, as its Date says (its live edge), else ours.
                             let now = answer.header("date").flatMap { HTTPDate.seconds($0) } ?? Date().timeIntervalSince1970
                             let list: @Sendable () -> [(key: ObjectKey, url: String, duration: Double?)] = { [self] in
                                 guard let listed = try? rewriteDASH(body, url: effective, xresid: proxy.xresid, collectSegments: true, now: now) else { return [] }
                                 if restarted { liveMPDRestarted(listed.segments, xresid: proxy.xresid, mpdQuery: query) }
-                                return prepareLiveTails(listed.segments, xresid: proxy.xresid, mpdQuery: query, mpd: mpd)
+                                return prepareLiveTails(listed.segments, xresid: proxy.xresid, mpdQuery: query, mpd: mpd, restartName: restartName)
                             }
                             if inline { held = list() } else { Task.detached(priority: .utility) { _ = list() } }
                         }
@@ -701,14 +712,17 @@ public final class GatewayResponder: HTTPResponder {
         return prepareLiveTail(mediaObjects(tail, xresid: xresid, playlistQuery: playlistQuery))
     }
 
-    /// A live playlist started over (its media sequence went back): an encoder restarted and
-    /// writes its segment names again, so the objects it lists are new ones under old names.
-    /// The copies held of them are not served until checked (`SwarmNode.doubt`), and they are
-    /// queued for preparation again. (Found by an attack: every node served the last run's
-    /// segments; an fMP4 one's old init segment made the new run's frames undecodable.)
-    func liveRestarted(_ references: [HLSReference], xresid: XResID, playlistQuery: String?) {
-        let listed = mediaObjects(references.filter { $0.role == .segment || $0.role == .map }, xresid: xresid, playlistQuery: playlistQuery)
-        doubt(listed, xresid: xresid, because: "a live playlist started over (its media sequence went back)")
+    /// Of what a live list lists, the copies held from before it started over (its media
+    /// sequence went back, or its availabilityStartTime moved on: an encoder restarted and
+    /// writes its names again with other bytes; every node served the last run's copies, and an
+    /// fMP4 stream's old init segment made the new frames undecodable, found by an attack). At
+    /// each read for a while, since the new run reaches the old one's later names too. The
+    /// copies are not served until checked (`SwarmNode.doubt`), and they are queued again.
+    func doubtCopiesFromBefore(_ tail: [(key: ObjectKey, url: String, duration: Double?)], list: String, xresid: XResID) {
+        guard let since = liveSequences.restarted(list) else { return }
+        let old = tail.filter { object in node.registry.entry(object.key).map { $0.state == .ready && $0.updated < since } ?? false }
+        guard !old.isEmpty else { return }
+        doubt(old, xresid: xresid, because: "a live list that started over lists objects held from before")
     }
 
     /// Doubts the copies of what a live list that started over lists, and has them queued again.
@@ -993,16 +1007,39 @@ final class PlayOrder: Sendable {
 final class LiveSequences: Sendable {
     private let sequences = Mutex<[String: Int]>([:])
     private let starts = Mutex<[String: String]>([:])
+    /// When each list last started over, for `restartMemory`.
+    private let restarts = Mutex<[String: Date]>([:])
     static let limit = 4096
+    static let restartMemory: TimeInterval = 6 * 3600
 
-    /// Notes a live MPD's start (`availabilityStartTime`); true when another was noted before.
+    /// When list `name` last started over, within `restartMemory`.
+    func restarted(_ name: String) -> Date? {
+        restarts.withLock { r in r[name].flatMap { Date().timeIntervalSince($0) < Self.restartMemory ? $0 : nil } }
+    }
+
+    private func noteRestart(_ name: String) {
+        restarts.withLock { r in
+            if r.count >= Self.limit { r = r.filter { Date().timeIntervalSince($0.value) < Self.restartMemory } }
+            if r.count < Self.limit { r[name] = Date() }
+        }
+    }
+
+    /// Notes a live MPD's start (`availabilityStartTime`, ISO 8601 as written); true when it
+    /// moved on from the one noted before (an earlier one is an origin's lagging copy).
     func startedOver(_ name: String, at start: String?) -> Bool {
         guard let start else { return false }
-        return starts.withLock { s in
+        let moved = starts.withLock { s in
             if s.count >= Self.limit && s[name] == nil { s.removeAll(keepingCapacity: true) }
-            defer { s[name] = start }
-            return s[name].map { $0 != start } ?? false
+            guard let before = s[name] else {
+                s[name] = start
+                return false
+            }
+            guard start > before else { return false }
+            s[name] = start
+            return true
         }
+        if moved { noteRestart(name) }
+        return moved
     }
 
     /// Notes `sequence` for `name`, whose list holds `listing` segments; true when the list
@@ -1010,7 +1047,7 @@ final class LiveSequences: Sendable {
     /// noted before. A list one or two segments behind is an origin's edge that lags (behind
     /// a CDN, reloads reach several), not a restart.
     func wentBack(_ name: String, to sequence: Int, listing: Int) -> Bool {
-        sequences.withLock { s in
+        let restarted = sequences.withLock { s in
             if s.count >= Self.limit && s[name] == nil { s.removeAll(keepingCapacity: true) }
             let before = s[name] ?? sequence
             let restarted = sequence < before && (sequence == 0 || before - sequence >= max(1, listing))
@@ -1018,6 +1055,8 @@ final class LiveSequences: Sendable {
             s[name] = restarted ? sequence : max(before, sequence)
             return restarted
         }
+        if restarted { noteRestart(name) }
+        return restarted
     }
 }
 

@@ -100,6 +100,9 @@ struct ReplacedObjectTests {
         try await play(2, 0..<3)
         // The registry prepared them again: they come from the swarm, not only by 302.
         try await play(2, 0..<3)
+        // The new run goes on to the old run's later names (s3.ts-s5.ts), held from before.
+        try Self.write(run: 2, first: 3, to: folder)
+        try await play(2, 3..<6)
     }
 
     /// The same for a live MPD: the encoder restarts, numbering its segments from the start
@@ -187,6 +190,9 @@ struct ReplacedObjectTests {
         #expect(!sequences.startedOver("m", at: "2026-01-01T00:00:00Z"))
         #expect(!sequences.startedOver("m", at: "2026-01-01T00:00:00Z"))
         #expect(sequences.startedOver("m", at: "2026-01-01T00:10:00Z"))
+        #expect(!sequences.startedOver("m", at: "2026-01-01T00:00:00Z"), "an origin's lagging copy")
+        #expect(!sequences.startedOver("m", at: "2026-01-01T00:10:00Z"))
         #expect(!sequences.startedOver("m", at: nil))
+        #expect(sequences.restarted("m") != nil && sequences.restarted("a") != nil && sequences.restarted("c") == nil)
     }
 }

@@ -162,7 +162,7 @@ final class SwarmSignallingTests {
         kill(t.process.processIdentifier, SIGSTOP)
         defer { kill(t.process.processIdentifier, SIGCONT) }
         let base = "http://127.0.0.1:\(gport)/hls.vod.p2p.com/127.0.0.1:\(originPort)"
-        _ = try await g.waitForStderr(#/(the tracker answers nothing)/#, timeout: .seconds(20))
+        _ = try await g.waitForStderr(#/(tracker connection ended)/#, timeout: .seconds(20))
         // A new live segment: listed, not ready, and no tracker to ask.
         let list = try await HTTP.get(base + "/live/silent.m3u8?segments=3&first=40&size=100000")
         let newest = try #require(list.text.split(separator: "\n").last { !$0.hasPrefix("#") }.map(String.init))

@@ -25,8 +25,9 @@ public final class SwarmNode: Sendable {
     /// How old a copy may be (since it was prepared, or last found the same as the origin's)
     /// before a request for it has it checked against the origin; nil: never.
     public let revalidateAfter: Duration?
-    /// Objects whose copies are being checked (`revalidateIfDue`).
-    private let revalidating = Mutex<Set<String>>([])
+    /// Objects whose copies are being checked (`revalidateIfDue`), or could not be lately: not
+    /// again before then.
+    private let revalidating = Mutex<[String: ContinuousClock.Instant]>([:])
     let onBadPiece: @Sendable () -> Void
     let onFallback: @Sendable (FallbackReason) -> Void
     /// Requests for a missing piece, to the tracker and to peers, one at a time per piece (or
@@ -657,8 +658,11 @@ public final class SwarmNode: Sendable {
     /// really is another one: a 412, or bytes that fail the check without a validator that
     /// says the copy is the same (a URL whose query selects other bytes is not a change).
     /// At most `maxRechecks` at once (more are dropped), once per object per `recheckInterval`.
-    public func recheck(_ ref: ObjectRef, piece index: Int) async {
-        guard index >= 0, let ready = registry.ready(ref.key), index < ready.checksums.layout.count else { return }
+    /// Returns whether the origin's copy is another one (and was dropped); nil when nothing
+    /// was checked (no slot, checked lately, no source URL, the origin could not tell).
+    @discardableResult
+    public func recheck(_ ref: ObjectRef, piece index: Int) async -> Bool? {
+        guard index >= 0, let ready = registry.ready(ref.key), index < ready.checksums.layout.count else { return nil }
         let now = ContinuousClock.now
         enum Turn { case now, wait, no }
         let turn = rechecks.withLock { r -> Turn in
@@ -672,7 +676,7 @@ public final class SwarmNode: Sendable {
             return .now
         }
         switch turn {
-        case .no: return
+        case .no: return nil
         case .wait:
             // A live playlist that started over has all its objects rechecked at once: they
             // wait their turn (they were dropped, and their old copies kept).
@@ -698,34 +702,49 @@ public final class SwarmNode: Sendable {
         // own), and the object would be prepared again from it and served to every node.
         guard let source = ready.entry.sourceURL else {
             logger.info("a node says the origin's copy changed; the registry kept no source URL for it", metadata: ["object": "\(ref.key)"])
-            return
+            return nil
         }
         let checksums = ready.checksums
-        var request = Self.pieceRequest(source, index, checksums.layout)
         let etag = ready.entry.etag.flatMap { $0.hasPrefix("W/") ? nil : $0 }
+        var verdict = await compare(source, index, checksums, ifMatch: etag)
+        // A 412 may come from servers behind one name with ETags of their own for the same
+        // bytes: the bytes say (every copy would otherwise be prepared again at each check).
+        if verdict == .preconditionFailed { verdict = await compare(source, index, checksums, ifMatch: nil) }
+        switch verdict {
+        case .another?:
+            _ = originChanged(ref.key, index, checksums, url: source, "the origin's copy is another one")
+            return true
+        case .same?: return false
+        case .preconditionFailed?, nil: return nil
+        }
+    }
+
+    enum Comparison { case same, another, preconditionFailed }
+
+    /// Piece `index` of the origin's copy at `source` against `checksums` (with `If-Match` when
+    /// the copy has a strong ETag); nil when the origin could not tell.
+    private func compare(_ source: String, _ index: Int, _ checksums: PieceChecksums, ifMatch etag: String?) async -> Comparison? {
+        var request = Self.pieceRequest(source, index, checksums.layout)
         if let etag { request.headers = [("If-Match", etag)] }
-        guard let response = try? await origin.fetch(request) else { return }
+        guard let response = try? await origin.fetch(request) else { return nil }
         // Other bytes (or none: 416) under the same strong ETag: this URL names another variant.
         let anotherCopy = etag == nil || response.header("ETag") != etag
-        let changed: Bool
         switch response.status {
         case 412:
-            changed = true
+            return .preconditionFailed
         case 206, 200:
             // Another length (Content-Range's, or a whole 200's) is another copy, whatever piece 0 holds.
             let total = response.status == 206
                 ? response.header("Content-Range")?.split(separator: "/").last.flatMap { Int64($0) }
                 : response.header("Content-Length").flatMap { Int64($0) }
-            let bytes = (try? await Self.readPiece(response, index, checksums.layout)) ?? []
+            guard let bytes = try? await Self.readPiece(response, index, checksums.layout) else { return nil }
             let differs = !bytes.withUnsafeBytes { checksums.matches(index, $0) } || total.map { $0 != checksums.layout.length } ?? false
-            changed = differs && anotherCopy
+            return differs && anotherCopy ? .another : .same
         case 416:
-            changed = anotherCopy
+            return anotherCopy ? .another : .same
         default:
-            changed = false
+            return nil
         }
-        guard changed else { return }
-        _ = originChanged(ref.key, index, checksums, url: source, "a node said so, and the origin's copy is another one")
     }
 
     /// Rechecks for nodes that said an origin copy changed, at most at once, and waiting.
@@ -742,6 +761,9 @@ public final class SwarmNode: Sendable {
     /// players are sent to the origin.
     public func doubt(_ refs: [ObjectRef]) {
         let until = ContinuousClock.now + Self.doubtLifetime
+        // The tracker is told of the newest (a long DVR list's thousands would pass its
+        // message rate); the others' copies here are dropped and doubted all the same.
+        let told = Set(refs.suffix(Self.maxChangedPerDoubt).map(\.key.id))
         for ref in refs {
             let ready = registry.ready(ref.key)
             if let ready, registry.drop(ref.key, ifCopy: ready.checksums) {
@@ -754,9 +776,12 @@ public final class SwarmNode: Sendable {
                 d[ref.key.id] = (ready?.checksums.fingerprint, until)
             }
             swarm.withLock { $0.peerLists[ref.key.id] = nil }
-            Task { await link.changed(ref, piece: 0) }
+            if told.contains(ref.key.id) { Task { await link.changed(ref, piece: 0) } }
         }
     }
+
+    /// The objects of one `doubt` the tracker is told of, at most.
+    static let maxChangedPerDoubt = 32
 
     /// A copy older than `revalidateAfter` is checked against the origin in the background
     /// while it is served, as a shared HTTP cache revalidates what it keeps: a file replaced
@@ -772,12 +797,21 @@ public final class SwarmNode: Sendable {
             if let checksums = entry.checksums { _ = registry.drop(entry.key, ifCopy: checksums) }
             return
         }
-        guard revalidating.withLock({ $0.insert(entry.key.id).inserted }) else { return }
+        let now = ContinuousClock.now
+        let go = revalidating.withLock { r -> Bool in
+            guard r[entry.key.id].map({ $0 <= now }) ?? true else { return false }
+            if r.count >= 4096 { r = r.filter { $0.value > now } }
+            r[entry.key.id] = now + .seconds(3600)  // under way
+            return true
+        }
+        guard go else { return }
         let ref = ObjectRef(key: entry.key, url: url)
         Task {
-            defer { _ = revalidating.withLock { $0.remove(ref.key.id) } }
-            registry.update(ref.key) { _ in }  // good for another period, unless the check drops it
-            await recheck(ref, piece: 0)
+            let outcome = await recheck(ref, piece: 0)
+            // Found the same: good for another period. Not checked (no slot, the origin could
+            // not tell): again in a minute.
+            if outcome == false { registry.update(ref.key) { _ in } }
+            revalidating.withLock { $0[ref.key.id] = outcome == nil ? ContinuousClock.now + .seconds(60) : nil }
         }
     }
 

@@ -118,7 +118,12 @@ public final class TrackerLink: Service, Sendable {
         let c = configuration
         let notes = SessionNotes()
         do {
-            try await WebSocketClient.connect(url: c.url, logger: logger) { inbound, outbound, _ in
+            // WebSocket pings every `autoPing`: a tracker that answers none (its host hung, a
+            // network black hole; the connection stays open) has the connection closed, and the
+            // node serves without it and connects again. Every request to it waited its whole
+            // timeout, for good (12 s for each new live segment; found by an attack).
+            let configuration = WebSocketClientConfiguration(autoPing: .enabled(timePeriod: Self.autoPing))
+            try await WebSocketClient.connect(url: c.url, configuration: configuration, logger: logger) { inbound, outbound, _ in
                 // A message larger than a frame (16 KiB: a login's `have`, a long `prepare`)
                 // goes out as several, one message at a time so that no other comes between.
                 let send = SerialSender { text in try await outbound.writeTextMessage(text) }.send
@@ -149,28 +154,15 @@ public final class TrackerLink: Service, Sendable {
                 }
                 let objects = self.held()
                 if !objects.isEmpty { try await self.send(type: "have", objects: objects, whole: true) }
-                // Pings at least every `maxPingInterval`, each answered by a pong: a tracker
-                // that answers nothing for `silenceLimit` (its host hung, a network black hole;
-                // the connection stays open) is away. Every request to it waited its whole
-                // timeout (12 s for each new live segment, found by an attack); now the node
-                // serves from its cache and the CDN at once, and connects again.
-                let beat = min(Duration.seconds(max(1, welcome.heartbeat ?? 10)), Self.maxPingInterval)
+                let beat = Duration.seconds(max(1, welcome.heartbeat ?? 10))
                 let pinger = Task {
                     while !Task.isCancelled {
                         try await Task.sleep(for: beat)
-                        if ContinuousClock.now - notes.heard.withLock({ $0 }) > Self.silenceLimit(beat) {
-                            notes.reason.withLock { $0 = "the tracker answered nothing for \(Self.silenceLimit(beat))" }
-                            self.logger.warning("the tracker answers nothing; serving without it until it does", metadata: ["tracker": "\(c.url)"])
-                            self.disconnected()
-                            try? await outbound.close(.goingAway, reason: "no answer")
-                            return
-                        }
                         try await send(SwarmMessage(type: "ping").json)
                     }
                 }
                 defer { pinger.cancel() }
                 while let message = try await messages.next() {
-                    notes.heard.withLock { $0 = ContinuousClock.now }
                     guard case .text(let text) = message, let m = SwarmMessage(json: text) else { continue }
                     self.received(m)
                 }
@@ -212,12 +204,9 @@ public final class TrackerLink: Service, Sendable {
     /// id before the node takes a new one (past the three heartbeats it waits for a silent one).
     static let renewAfterRefusals = Duration.seconds(60)
 
-    /// The longest time between two pings.
-    static let maxPingInterval = Duration.seconds(2)
-
-    /// How long a tracker pinged every `beat` may answer nothing before it counts as away:
-    /// two pings unanswered, and two seconds for the way.
-    static func silenceLimit(_ beat: Duration) -> Duration { beat * 2 + .seconds(2) }
+    /// How often the connection to the tracker is pinged (WebSocket pings): one not answered
+    /// by the next ends it, so a silent tracker is left within two of these.
+    static let autoPing = Duration.seconds(4)
 
     /// Another node is logged in with this node's id from another URL: its cache folder was
     /// copied from this one (or this one's from it). This node takes a new id for the next
@@ -420,8 +409,7 @@ extension Duration {
     }
 }
 
-/// One session's notes: why it ended, and when the tracker was last heard.
+/// One session's notes: why it ended.
 private final class SessionNotes: Sendable {
     let reason = Mutex("closed")
-    let heard = Mutex(ContinuousClock.now)
 }
