@@ -16,7 +16,7 @@ enum TrackerEndpoint {
 
     static func server(_ tracker: SwarmTracker?) -> HTTPServerBuilder {
         guard let tracker else {
-            return HTTPServerBuilder { responder in RuleChecked(inner: HTTP1Channel(responder: responder, configuration: .init(idleTimeout: idleTimeout))) }
+            return HTTPServerBuilder { responder in RuleChecked(inner: HTTP1Channel(responder: responder, configuration: .init(idleTimeout: idleTimeout)), upgradable: false) }
         }
         let gate = LoginGate()
         let configuration = HTTP1WebSocketUpgradeChannel.Configuration(http1: .init(idleTimeout: idleTimeout))
@@ -25,7 +25,7 @@ enum TrackerEndpoint {
         return HTTPServerBuilder { responder in
             RuleChecked(inner: GuardedFirstRequest(
                 inner: HTTP1WebSocketUpgradeChannel(responder: responder, configuration: configuration, shouldUpgrade: upgrade(tracker, gate)),
-                deadline: idleTimeout))
+                deadline: idleTimeout), upgradable: true)
         }
     }
 

@@ -50,7 +50,7 @@ final class GatewayFaultTests {
     /// and the gateway forwards none) is 403, a 405 (which must list the origin's methods) and
     /// a 407 (the origin's own proxy) are 502. Streamed (a key) and through the cache alike.
     @Test func originStatusesThatCannotBePassedOnAreMapped() async throws {
-        for (code, expected) in [(401, 403), (405, 502), (407, 502), (404, 404), (410, 410), (403, 403)] {
+        for (code, expected) in [(401, 403), (405, 502), (407, 502), (404, 404), (410, 410), (403, 403), (408, 502), (414, 502)] {
             for (kind, target) in [
                 ("streamed", url("/status/\(code)/k.key")),
                 ("cached", "http://127.0.0.1:\(port)/hls.vod.p2p.com/127.0.0.1:\(originPort)/status/\(code)/s.ts"),

@@ -132,7 +132,7 @@ struct MalformedRequestTests {
                 port: p, send: Array("GET /health HTTP/1.0\r\nConnection: keep-alive\r\n\r\n".utf8), within: .seconds(2))
             #expect(statuses(String(decoding: kept, as: UTF8.self)) == ["200"] && keptClosed == nil, "\(kind): keep-alive asked for")
 
-            let pipelined = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n" + "GET /health HTTP/1.1\r\n\r\n"
+            let pipelined = "GET /health HTTP/1.1\r\nHost:\r\n\r\n" + "GET /health HTTP/1.1\r\n\r\n"
                 + "GET /health HTTP/1.1\r\nHost: x\r\nhost: y\r\n\r\n" + "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
             let (received, closed) = try await RawConnection.exchange(port: p, send: Array(pipelined.utf8), within: .seconds(10))
             let text = String(decoding: received, as: UTF8.self)

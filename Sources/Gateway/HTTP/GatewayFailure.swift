@@ -23,7 +23,8 @@ public struct GatewayFailure: Error, Sendable {
         let said = "origin answered \(code)" + context
         switch code {
         case 401: return GatewayFailure(.forbidden, said + " (it asks for credentials, which the gateway does not send)")
-        case 405, 407, 416: return GatewayFailure(.badGateway, said)
+        // 408, 413, 414 and 431 are about the gateway's own request, not the player's.
+        case 405, 407, 408, 413, 414, 416, 431: return GatewayFailure(.badGateway, said)
         case 400..<500: return GatewayFailure(HTTPResponse.Status(code: code), said)
         default: return GatewayFailure(.badGateway, said)
         }

@@ -15,7 +15,8 @@ import NIOHTTP1
 ///   the responder to answer 400 (3.2). The mark is a header of this gateway's own, taken off
 ///   any request that arrives with it, so that the answer keeps its place among pipelined
 ///   requests.
-/// A request that asks for an upgrade takes this handler off its connection.
+/// On an upgradable server, a request that asks for an upgrade takes this handler off its
+/// connection.
 final class HTTP1Rules: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -24,13 +25,20 @@ final class HTTP1Rules: ChannelInboundHandler, RemovableChannelHandler {
     static let refusalMark = "x-swarmgate-refuse"
     static let refusalField = HTTPField.Name(refusalMark)!
 
+    /// Whether the connection may be upgraded (the tracker's WebSocket).
+    let upgradable: Bool
+
+    init(upgradable: Bool) {
+        self.upgradable = upgradable
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard case .head(var head) = Self.unwrapInboundIn(data) else {
             context.fireChannelRead(data)
             return
         }
         head.headers.remove(name: Self.refusalMark)
-        let hosts = head.headers[canonicalForm: "host"].count
+        let hosts = head.headers["host"].count  // lines, not values: an empty Host is one
         if hosts > 1 || (hosts == 0 && head.version != .http1_0) {
             head.headers.add(name: Self.refusalMark, value: hosts == 0 ? "an HTTP/1.1 request needs a Host header" : "more than one Host header")
         }
@@ -41,7 +49,7 @@ final class HTTP1Rules: ChannelInboundHandler, RemovableChannelHandler {
         // A request that may be upgraded (the tracker's WebSocket) leaves the HTTP decoder
         // behind it: what follows is frames, not request parts, and reading them as parts
         // would stop the process. The connection goes on without these rules.
-        if head.headers.contains(name: "upgrade") {
+        if upgradable && head.headers.contains(name: "upgrade") {
             context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
         }
     }
@@ -51,12 +59,13 @@ final class HTTP1Rules: ChannelInboundHandler, RemovableChannelHandler {
 struct RuleChecked<Inner: ServerChildChannel>: ServerChildChannel {
     typealias Value = Inner.Value
     let inner: Inner
+    let upgradable: Bool
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         inner.setup(channel: channel, logger: logger).flatMapThrowing { value in
             let pipeline = channel.pipeline.syncOperations
             let decoder = try pipeline.context(handlerType: ByteToMessageHandler<HTTPRequestDecoder>.self)
-            try pipeline.addHandler(HTTP1Rules(), position: .after(decoder.handler))
+            try pipeline.addHandler(HTTP1Rules(upgradable: upgradable), position: .after(decoder.handler))
             return value
         }
     }

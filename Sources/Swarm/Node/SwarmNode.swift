@@ -809,9 +809,9 @@ public final class SwarmNode: Sendable {
         Task {
             let outcome = await recheck(ref, piece: 0)
             // Found the same: good for another period. Not checked (no slot, the origin could
-            // not tell): again in a minute.
+            // not tell): again after `recheckInterval`.
             if outcome == false { registry.update(ref.key) { _ in } }
-            revalidating.withLock { $0[ref.key.id] = outcome == nil ? ContinuousClock.now + .seconds(60) : nil }
+            revalidating.withLock { $0[ref.key.id] = outcome == nil ? ContinuousClock.now + Self.recheckInterval : nil }
         }
     }
 
