@@ -431,8 +431,7 @@ public final class GatewayResponder: HTTPResponder {
                         skippedReadAhead(playlist)
                     }
                     if startedOver {
-                        let listed = result.references.filter { $0.role == .segment || $0.role == .map }
-                        doubtCopiesFromBefore(mediaObjects(listed, xresid: proxy.xresid, playlistQuery: proxy.origin.query), list: restartName, xresid: proxy.xresid)
+                        doubtCopiesFromBefore(mediaObjects(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query), list: restartName, xresid: proxy.xresid)
                     }
                     if liveTail {
                         let queued = prepareLiveTail(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query)
@@ -462,15 +461,13 @@ public final class GatewayResponder: HTTPResponder {
                         // An MPD whose availabilityStartTime changed started over (an encoder
                         // restarted, numbering its segments from the start again).
                         // By path (a query may name the start time it asks for); moving on only.
-                        let restartName = mpd
-                        let restarted = liveSequences.startedOver(restartName, at: Self.availabilityStartTime(body))
+                        let restarted = liveSequences.startedOver(mpd, at: Self.availabilityStartTime(body))
                         if restarted || liveListingDue(mpd, body) {
                             // The origin's clock, as its Date says (its live edge), else ours.
                             let now = answer.header("date").flatMap { HTTPDate.seconds($0) } ?? Date().timeIntervalSince1970
                             let list: @Sendable () -> [(key: ObjectKey, url: String, duration: Double?)] = { [self] in
                                 guard let listed = try? rewriteDASH(body, url: effective, xresid: proxy.xresid, collectSegments: true, now: now) else { return [] }
-                                if restarted { liveMPDRestarted(listed.segments, xresid: proxy.xresid, mpdQuery: query) }
-                                return prepareLiveTails(listed.segments, xresid: proxy.xresid, mpdQuery: query, mpd: mpd, restartName: restartName)
+                                return prepareLiveTails(listed.segments, xresid: proxy.xresid, mpdQuery: query, mpd: mpd)
                             }
                             if inline { held = list() } else { Task.detached(priority: .utility) { _ = list() } }
                         }
@@ -718,27 +715,13 @@ public final class GatewayResponder: HTTPResponder {
     /// fMP4 stream's old init segment made the new frames undecodable, found by an attack). At
     /// each read for a while, since the new run reaches the old one's later names too. The
     /// copies are not served until checked (`SwarmNode.doubt`), and they are queued again.
-    func doubtCopiesFromBefore(_ tail: [(key: ObjectKey, url: String, duration: Double?)], list: String, xresid: XResID) {
+    func doubtCopiesFromBefore(_ listed: [(key: ObjectKey, url: String, duration: Double?)], list: String, xresid: XResID) {
         guard let since = liveSequences.restarted(list) else { return }
-        let old = tail.filter { object in node.registry.entry(object.key).map { $0.state == .ready && $0.updated < since } ?? false }
+        let old = listed.filter { object in node.registry.entry(object.key).map { $0.state == .ready && $0.updated < since } ?? false }
         guard !old.isEmpty else { return }
-        doubt(old, xresid: xresid, because: "a live list that started over lists objects held from before")
-    }
-
-    /// Doubts the copies of what a live list that started over lists, and has them queued again.
-    func doubt(_ listed: [(key: ObjectKey, url: String, duration: Double?)], xresid: XResID, because why: String) {
-        logger.warning("\(why); checking the copies of what it lists", metadata: ["xresid": "\(xresid)", "objects": "\(listed.count)"])
-        for object in listed { liveQueued.release(object.key.id) }
-        node.doubt(listed.map { ObjectRef(key: $0.key, url: $0.url, duration: $0.duration) })
-    }
-
-    /// The same for a live MPD that started over (its `availabilityStartTime` changed): the
-    /// objects its segment lists name around the live edge.
-    func liveMPDRestarted(_ lists: [DASHSegmentList], xresid: XResID, mpdQuery: String?) {
-        let listed = lists.flatMap { list in
-            listedObjects(list.segments.lazy.compactMap { s in (try? OriginURL(s.url)).map { (origin: $0, duration: s.duration) } }, xresid: xresid, listQuery: mpdQuery)
-        }
-        doubt(listed, xresid: xresid, because: "a live MPD started over (its availabilityStartTime changed)")
+        logger.warning("a live list that started over lists copies held from before; checking them", metadata: ["xresid": "\(xresid)", "objects": "\(old.count)"])
+        for object in old { liveQueued.release(object.key.id) }
+        node.doubt(old.map { ObjectRef(key: $0.key, url: $0.url, duration: $0.duration) })
     }
 
     /// Queues the objects of a live tail for preparation, each one once (not while the tracker

@@ -36,18 +36,17 @@ extension GatewayResponder {
     /// Representation, and a player plays one of each kind. The objects listed are
     /// remembered, so that a player's request of one marks its Representation as played.
     /// Returns the objects queued now.
-    func prepareLiveTails(_ lists: [DASHSegmentList], xresid: XResID, mpdQuery: String?, mpd: String, restartName: String) -> [(key: ObjectKey, url: String, duration: Double?)] {
+    func prepareLiveTails(_ lists: [DASHSegmentList], xresid: XResID, mpdQuery: String?, mpd: String) -> [(key: ObjectKey, url: String, duration: Double?)] {
         var queued: [(key: ObjectKey, url: String, duration: Double?)] = []
         for list in lists {
             let items = list.segments.lazy.compactMap { s in (try? OriginURL(s.url)).map { (origin: $0, duration: s.duration) } }
             let objects = listedObjects(items, xresid: xresid, listQuery: mpdQuery)
+            // Every Representation's, played or not: a restart's old copies are no one's.
+            doubtCopiesFromBefore(objects, list: mpd, xresid: xresid)
             // By @id, which stays when Periods come and go (by place only without one).
             let representation = mpd + " " + (list.representationID.map { "id " + $0 } ?? "#\(list.position)")
             liveRepresentations.listed(objects.map(\.key.id), of: representation)
-            if liveRepresentations.isPlayed(representation) {
-                doubtCopiesFromBefore(objects, list: restartName, xresid: xresid)
-                queued += prepareLiveTail(objects)
-            }
+            if liveRepresentations.isPlayed(representation) { queued += prepareLiveTail(objects) }
         }
         return queued
     }

@@ -116,7 +116,7 @@ public final class TrackerLink: Service, Sendable {
     /// One connection, login to close. Returns why it ended.
     private func session() async -> String {
         let c = configuration
-        let notes = SessionNotes()
+        let box = Mutex<String>("closed")
         do {
             // WebSocket pings every `autoPing`: a tracker that answers none (its host hung, a
             // network black hole; the connection stays open) has the connection closed, and the
@@ -132,7 +132,7 @@ public final class TrackerLink: Service, Sendable {
                 var messages = inbound.messages(maxSize: 8 << 20).makeAsyncIterator()
                 guard case .text(let first)? = try await messages.next(), let welcome = SwarmMessage(json: first) else { return }
                 guard welcome.type == "welcome" else {
-                    notes.reason.withLock { $0 = "refused: \(welcome.reason ?? "?")" }
+                    box.withLock { $0 = "refused: \(welcome.reason ?? "?")" }
                     if welcome.reason == LoginRefusal.peerInUse.rawValue {
                         self.peerIDInUse(heardAgo: welcome.heardAgo)
                     } else {
@@ -168,9 +168,9 @@ public final class TrackerLink: Service, Sendable {
                 }
             }
         } catch {
-            notes.reason.withLock { $0 = "\(error)" }
+            box.withLock { $0 = "\(error)" }
         }
-        return notes.reason.withLock { $0 }
+        return box.withLock { $0 }
     }
 
     /// The tracker refused this node's id: a session from another URL holds it. That session
@@ -407,9 +407,4 @@ extension Duration {
     public var milliseconds: Int64 {
         components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
     }
-}
-
-/// One session's notes: why it ended.
-private final class SessionNotes: Sendable {
-    let reason = Mutex("closed")
 }
