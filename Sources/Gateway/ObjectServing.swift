@@ -296,12 +296,17 @@ extension GatewayResponder {
     /// The deadline for objects of unknown duration (DASH, single files, unseen playlists).
     public static let unknownDurationDeadline: Duration = .milliseconds(1500)
 
-    /// `.p2p` for a held piece that a prefetch took from a peer and no player has had yet,
-    /// else `.cache`.
+    /// Where a held piece's bytes count, the first time a player gets it: `.p2p` when a
+    /// prefetch took it from a peer, `.cdn` when the origin sent it with another piece's body
+    /// (an origin that ignores ranges), else `.cache`.
     func prefetchedSource(_ key: ObjectKey, _ index: Int) -> TrafficStats.Source {
-        guard let peer = node.takePrefetched(key, index) else { return .cache }
-        stats.notePeer(peer, xresid: key.xresid)
-        return .p2p
+        switch node.takePrefetched(key, index) {
+        case nil: return .cache
+        case .origin?: return .cdn
+        case .peer(let peer)?:
+            stats.notePeer(peer, xresid: key.xresid)
+            return .p2p
+        }
     }
 
     /// One verified piece and where it came from: held by this node, else from peers or the origin.

@@ -205,9 +205,9 @@ final class PieceCacheTests {
     /// longer stand) rather than given a 502, and the new copy is prepared and served. A copy
     /// that became shorter than the piece (the origin's 416), or larger from an origin that
     /// ignores ranges, is the same; one that is gone is the origin's 404.
-    @Test(arguments: ["bump=1", "size=1000", "size=300000&noranges=1", "gone=1"])
+    @Test(arguments: ["bump=1", "size=1000", "size=300000&noranges=1", "gone=1", "bump=1&noranges=1", "size=100000&noranges=1"])
     func anOriginCopyThatChangedSendsThePlayerThereAndTheNewCopyIsPrepared(change: String) async throws {
-        let name = "renewed-\(change.prefix(6)).ts"
+        let name = "renewed-\(change.filter { $0.isLetter || $0.isNumber }).ts"
         let (g, port, path, before) = try await heldWithAFlippedPiece(name)
         defer { g.stop() }
         #expect(before.headers["etag"] == "\"\(name)-v1\"")
@@ -222,7 +222,7 @@ final class PieceCacheTests {
         let after = try await Live.whenReady(proxied(port, path))
         let seen = try await originStats(name)
         #expect(after.body == (try await direct(path)), "the new copy, whole: \(after.status) \(after.text.prefix(300)) \(seen)")
-        #expect(after.headers["etag"] == "\"\(name)-v\(change == "bump=1" ? 2 : 1)\"")
+        #expect(after.headers["etag"] == "\"\(name)-v\(change.hasPrefix("bump=1") ? 2 : 1)\"")
         let stat = try await HTTP.get("http://127.0.0.1:\(port)/stat")
         #expect(stat.text.contains("\"origin_changed\":1"), "\(stat.text)")
     }

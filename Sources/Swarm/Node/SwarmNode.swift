@@ -44,10 +44,18 @@ public final class SwarmNode: Sendable {
     private let wantFlights = SingleFlight<[SwarmPeer]>()
     private let peerFlights = SingleFlight<PeerOutcome>()
     private let swarm = Mutex(SwarmState())
-    /// Pieces prefetched from peers and not served yet, with the peer that sent them: when a
-    /// player gets one, its bytes count as the swarm's.
-    private let prefetched = Mutex<[String: String]>([:])
+    /// Pieces had ahead of any player and not served yet, with where they came from: a peer
+    /// (a prefetch), whose bytes count as the swarm's when a player gets them, or the origin
+    /// (its whole body read for another piece: `WholeBodyRead`), whose bytes count as the CDN's.
+    private let prefetched = Mutex<[String: AheadSource]>([:])
     private let prefetchedCount = Atomic<Int>(0)
+    /// Origin bodies being read whole for their pieces, by object and copy (`wholeReadKey`);
+    /// also the first piece request to an origin not known to honor ranges, which the
+    /// object's other piece fetches wait for.
+    private let wholeReads = Mutex<[String: WholeBodyRead]>([:])
+    /// Origins (scheme and authority) that answered a piece's range with 206: their objects'
+    /// pieces are asked for at once; another's one at a time until the first answer comes.
+    private let rangeOrigins = Mutex<Set<String>>([])
     /// Objects being prefetched now.
     private let prefetching = Mutex<Set<String>>([])
     /// Told when this node's registry drops a copy whose origin copy changed.
@@ -90,6 +98,12 @@ public final class SwarmNode: Sendable {
             case .origin(let error): error.description
             }
         }
+    }
+
+    /// Where a piece had ahead of any player came from.
+    public enum AheadSource: Sendable, Equatable {
+        case peer(String)
+        case origin
     }
 
     /// A verified piece and where it came from.
@@ -340,26 +354,37 @@ public final class SwarmNode: Sendable {
     /// returned. Concurrent calls for one piece (against the same checksum) share one fetch.
     public func obtain(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, deadline: Duration? = nil) async throws(PieceFailure) -> ObtainedPiece {
         try await pieceFlights.run(Self.flightKey(key, index, checksums)) {
+            // The origin's whole body is being read for another piece: this one comes with it.
+            if let read = self.wholeReads.withLock({ $0[Self.wholeReadKey(key, checksums)] }),
+                let got = await self.fromWholeRead(read, key, index, checksums: checksums)
+            {
+                return got
+            }
             switch await self.fromPeers(key, index, checksums: checksums, deadline: deadline ?? self.peerDeadline, prefetch: false) {
             case .piece(let piece):
                 // A prefetch this request joined: the piece is served now, not later.
                 _ = self.takePrefetched(key, index)
                 return .success(piece)
             case .held:
-                var bytes = [UInt8](repeating: 0, count: checksums.layout.size(of: index))
-                let read = bytes.withUnsafeMutableBytes { self.store.readPiece(key, index, checksums: checksums, into: $0) }
-                if read != nil { return .success(ObtainedPiece(bytes: bytes, peer: nil, held: true)) }
+                if let held = self.heldPiece(key, index, checksums: checksums) { return .success(held) }
             case .none(let reason?):
                 self.onFallback(reason)
             case .none(nil):
                 break
             }
             do throws(PieceFailure) {
-                return .success(ObtainedPiece(bytes: try await self.fetchPiece(key, index, checksums: checksums, url: url)))
+                return .success(try await self.fetchPiece(key, index, checksums: checksums, url: url))
             } catch {
                 return .failure(error)
             }
         }.get()
+    }
+
+    /// Piece `index` of `key` read from the store (verified there), as a held piece.
+    private func heldPiece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums) -> ObtainedPiece? {
+        var bytes = [UInt8](repeating: 0, count: checksums.layout.size(of: index))
+        let read = bytes.withUnsafeMutableBytes { store.readPiece(key, index, checksums: checksums, into: $0) }
+        return read == nil ? nil : ObtainedPiece(bytes: bytes, peer: nil, held: true)
     }
 
     // MARK: prefetch
@@ -401,23 +426,23 @@ public final class SwarmNode: Sendable {
         }
     }
 
-    /// Remembers that `peer` sent piece `index` of `key` ahead of any player (before the piece
-    /// is kept, so that the first player to read it sees where it came from).
-    private func notePrefetched(_ key: ObjectKey, _ index: Int, from peer: String) {
+    /// Remembers that piece `index` of `key` came from `source` ahead of any player (before
+    /// the piece is kept, so that the first player to read it sees where it came from).
+    private func notePrefetched(_ key: ObjectKey, _ index: Int, from source: AheadSource) {
         let added = prefetched.withLock { p -> Bool in
             if p.count >= 100_000 { p.removeAll() }
-            return p.updateValue(peer, forKey: key.id + "#\(index)") == nil
+            return p.updateValue(source, forKey: key.id + "#\(index)") == nil
         }
         if added { prefetchedCount.add(1, ordering: .relaxed) }
     }
 
-    /// The peer that sent held piece `index` of `key` by prefetch, if it was and this is the
-    /// first time it is served.
-    public func takePrefetched(_ key: ObjectKey, _ index: Int) -> String? {
+    /// Where held piece `index` of `key` came from, if it came ahead of any player (a
+    /// prefetch's peer, or the origin) and this is the first time it is served.
+    public func takePrefetched(_ key: ObjectKey, _ index: Int) -> AheadSource? {
         guard prefetchedCount.load(ordering: .relaxed) > 0 else { return nil }
-        guard let peer = prefetched.withLock({ $0.removeValue(forKey: key.id + "#\(index)") }) else { return nil }
+        guard let source = prefetched.withLock({ $0.removeValue(forKey: key.id + "#\(index)") }) else { return nil }
         prefetchedCount.subtract(1, ordering: .relaxed)
-        return peer
+        return source
     }
 
     // MARK: peers
@@ -483,7 +508,7 @@ public final class SwarmNode: Sendable {
                 await link.report(peer.peerId, object: key.id, piece: index)
                 continue
             }
-            if prefetch { notePrefetched(key, index, from: peer.peerId) }
+            if prefetch { notePrefetched(key, index, from: .peer(peer.peerId)) }
             keep(key, checksums.layout, index, bytes)
             return .piece(ObtainedPiece(bytes: bytes, peer: peer.peerId))
         }
@@ -531,24 +556,45 @@ public final class SwarmNode: Sendable {
 
     /// Piece `index` from the origin by range. A piece that does not verify means the origin's
     /// copy changed: the object's checksums are dropped (it is prepared again) and this throws.
-    private func fetchPiece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, again: Bool = false) async throws(PieceFailure) -> [UInt8] {
+    /// An origin that answers the range with its whole body has that body read once for the
+    /// object (`wholeBody`).
+    private func fetchPiece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, again: Bool = false) async throws(PieceFailure) -> ObtainedPiece {
+        let site = Self.site(of: url)
+        var probe: WholeBodyRead?
+        if !rangeOrigins.withLock({ $0.contains(site) }) {
+            // Not known to honor ranges: the object's first piece request goes alone, and the
+            // others wait to see whether its answer is the whole body (they ask for their own
+            // pieces if it is not).
+            let (read, mine) = wholeRead(key, index, checksums)
+            if mine {
+                probe = read
+            } else if let got = await fromWholeRead(read, key, index, checksums: checksums) {
+                return try got.get()
+            }
+        }
         let response: OriginResponse
         do {
             response = try await origin.fetch(Self.pieceRequest(url, index, checksums.layout))
-        } catch where error.code == .tooLarge {
-            // An origin that ignores ranges and sends a copy larger than the one prepared.
-            throw originDiffers(key, index, checksums, url: url, "the origin's copy of \(key) is larger than the prepared one")
         } catch {
+            if let probe { endWholeRead(probe, Self.wholeReadKey(key, checksums), .missed) }
+            // An origin that ignores ranges and sends a copy larger than the one prepared.
+            if error.code == .tooLarge { throw originDiffers(key, index, checksums, url: url, "the origin's copy of \(key) is larger than the prepared one") }
             throw .origin(error)
         }
+        if response.status != 200, let probe { endWholeRead(probe, Self.wholeReadKey(key, checksums), .missed) }
         switch response.status {
-        case 200, 206: break
+        case 206:
+            rangeOrigins.withLock { known in
+                if known.count >= 4096 { known.removeAll() }
+                known.insert(site)
+            }
+        case 200: return try await wholeBody(response, key, index, checksums: checksums, url: url, again: again, probe: probe)
         case 416: throw originDiffers(key, index, checksums, url: url, "the origin's copy of \(key) is shorter than piece \(index) (416)")
         default: throw .originStatus(response.status, "origin answered \(response.status) for piece \(index) of \(key)")
         }
         let bytes: [UInt8]
         do {
-            bytes = try await Self.readPiece(response, index, checksums.layout)
+            bytes = try await response.body.collect(upTo: checksums.layout.size(of: index))
         } catch where error.code == .connection && !again {
             // The connection broke mid-body (the client retries only before the head): a
             // piece is a small range, asked once more, so that a player's response already
@@ -564,7 +610,7 @@ public final class SwarmNode: Sendable {
             throw originDiffers(key, index, checksums, url: url, "piece \(index) of \(key) from the origin does not match its checksum")
         }
         keep(key, checksums.layout, index, bytes)
-        return bytes
+        return ObtainedPiece(bytes: bytes)
     }
 
     /// The origin request for piece `index`: its range, no more than the prepared length.
@@ -592,6 +638,122 @@ public final class SwarmNode: Sendable {
             bytes += c.prefix(size - bytes.count)
         }
         return bytes
+    }
+
+    // MARK: origins that ignore ranges
+
+    /// Objects up to this length are read to their end when their origin sends the whole
+    /// body for a piece; a larger one only up to `wholeReadAhead` bytes past the last piece a
+    /// player waits for.
+    static let wholeReadLimit: Int64 = 64 << 20
+    static let wholeReadAhead = 16 << 20
+
+    /// The key of an object's whole-body read: the object and the copy its pieces are checked
+    /// against.
+    static func wholeReadKey(_ key: ObjectKey, _ checksums: PieceChecksums) -> String {
+        key.id + "#" + checksums.fingerprint
+    }
+
+    /// The scheme and authority of `url` (`http://host:port`).
+    static func site(of url: String) -> String {
+        guard let scheme = url.range(of: "://") else { return url }
+        let rest = url[scheme.upperBound...]
+        return String(url[..<(rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex)])
+    }
+
+    /// The whole-body read of `key`'s copy under way, else a new one for piece `index`
+    /// (`mine`: the caller's to start, or to end).
+    private func wholeRead(_ key: ObjectKey, _ index: Int, _ checksums: PieceChecksums) -> (read: WholeBodyRead, mine: Bool) {
+        let readKey = Self.wholeReadKey(key, checksums)
+        return wholeReads.withLock { reads in
+            if let running = reads[readKey] { return (running, false) }
+            let read = WholeBodyRead(for: index)
+            reads[readKey] = read
+            return (read, true)
+        }
+    }
+
+    /// Ends `read` with `outcome` for the fetches waiting on it, and forgets it.
+    private func endWholeRead(_ read: WholeBodyRead, _ readKey: String, _ outcome: WholeBodyRead.Outcome, error: OriginError? = nil) {
+        _ = wholeReads.withLock { reads in reads[readKey] === read ? reads.removeValue(forKey: readKey) : nil }
+        read.finish(outcome, error: error)
+    }
+
+    /// The origin answered piece `index`'s range with its whole body (it ignores ranges): the
+    /// body is read once for the object, in the background, each piece verified and kept as
+    /// it passes, and this fetch and the object's others meanwhile take their pieces from it.
+    /// `probe`: the read this fetch began before asking; else a body already being read for
+    /// the object is joined (this one is dropped).
+    private func wholeBody(_ response: OriginResponse, _ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, again: Bool, probe: WholeBodyRead?) async throws(PieceFailure) -> ObtainedPiece {
+        let readKey = Self.wholeReadKey(key, checksums)
+        let (read, mine) = probe.map { ($0, true) } ?? wholeRead(key, index, checksums)
+        if mine {
+            logger.info("the origin sent the whole object for a piece's range; reading it once for every piece", metadata: ["object": "\(key)", "piece": "\(index)"])
+            Task { await self.readWhole(read, readKey, response.body, key, checksums: checksums, url: url) }
+        }
+        if let got = await fromWholeRead(read, key, index, checksums: checksums) { return try got.get() }
+        if let error = read.error, error.code != .connection || again { throw .origin(error) }
+        guard !again else { throw .origin(OriginError(.connection, "piece \(index) of \(key) was not in the origin's body read for it")) }
+        return try await fetchPiece(key, index, checksums: checksums, url: url, again: true)
+    }
+
+    /// Piece `index` from `read` (or the store, when the read passed it before it was asked
+    /// for); nil: neither had it.
+    private func fromWholeRead(_ read: WholeBodyRead, _ key: ObjectKey, _ index: Int, checksums: PieceChecksums) async -> Result<ObtainedPiece, PieceFailure>? {
+        switch await read.piece(index) {
+        case .piece(let bytes): return .success(ObtainedPiece(bytes: bytes))
+        case .failed(let failure): return .failure(failure)
+        case .missed: return heldPiece(key, index, checksums: checksums).map { .success($0) }
+        }
+    }
+
+    /// Reads `body`, the whole object from its first byte, into verified pieces: each kept
+    /// and handed to the fetches waiting for it (or noted as the origin's, ahead of players).
+    /// A piece that fails its check, a body shorter or longer than the prepared copy: the
+    /// origin's copy differs (`originDiffers`, once for the read).
+    private func readWhole(_ read: WholeBodyRead, _ readKey: String, _ body: OriginBody, _ key: ObjectKey, checksums: PieceChecksums, url: String) async {
+        let layout = checksums.layout
+        let wholeObject = layout.length <= Self.wholeReadLimit
+        var chunks = body.makeAsyncIterator()
+        var index = 0
+        var piece: [UInt8] = []
+        piece.reserveCapacity(layout.size(of: 0))
+        var outcome = WholeBodyRead.Outcome.missed
+        var ended: OriginError?
+        reading: do {
+            let ahead = Self.wholeReadAhead / max(1, layout.pieceSize)
+            while index < layout.count, read.reads(index, wholeObject: wholeObject, ahead: ahead) {
+                guard let chunk = try await chunks.next() else {
+                    outcome = .failed(originDiffers(key, index, checksums, url: url, "the origin's copy of \(key) is shorter than the prepared one"))
+                    break reading
+                }
+                var rest = chunk[...]
+                while !rest.isEmpty {
+                    guard index < layout.count else {
+                        outcome = .failed(originDiffers(key, index - 1, checksums, url: url, "the origin's copy of \(key) is larger than the prepared one"))
+                        break reading
+                    }
+                    let take = min(rest.count, layout.size(of: index) - piece.count)
+                    piece += rest.prefix(take)
+                    rest = rest.dropFirst(take)
+                    guard piece.count == layout.size(of: index) else { continue }
+                    guard piece.withUnsafeBytes({ checksums.matches(index, $0) }) else {
+                        onBadPiece()
+                        outcome = .failed(originDiffers(key, index, checksums, url: url, "piece \(index) of \(key) from the origin does not match its checksum"))
+                        break reading
+                    }
+                    if !read.deliver(index, piece) { notePrefetched(key, index, from: .origin) }
+                    keep(key, layout, index, piece)
+                    index += 1
+                    piece.removeAll(keepingCapacity: true)
+                }
+            }
+        } catch where error.code == .tooLarge {
+            outcome = .failed(originDiffers(key, index, checksums, url: url, "the origin's copy of \(key) is larger than the prepared one"))
+        } catch {
+            ended = error
+        }
+        endWholeRead(read, readKey, outcome, error: ended)
     }
 
     /// The origin sent other bytes for piece `index` of `key` from `url`, a player's URL: its

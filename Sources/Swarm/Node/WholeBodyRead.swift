@@ -1,0 +1,90 @@
+import Origin
+import Synchronization
+
+/// An origin's whole body, sent for one piece's range (an origin that ignores ranges), read
+/// once for the object: the reader verifies and keeps each piece as it passes and hands it to
+/// the fetches waiting for it, so that the object's other pieces do not each ask the origin
+/// for the whole body again (piece k of n would cost k + 1 pieces of transfer).
+final class WholeBodyRead: Sendable {
+    /// What a fetch waiting for a piece gets.
+    enum Outcome: Sendable {
+        case piece([UInt8])
+        /// Not from this read: it passed the piece before it was asked for (the store may
+        /// hold it), stopped short of it, or broke off (`error`).
+        case missed
+        /// The origin's copy is not the one prepared (a piece failed its check, the body is
+        /// shorter or longer): every piece not read yet fails so.
+        case failed(SwarmNode.PieceFailure)
+    }
+
+    private struct State {
+        /// Pieces read so far (the next one read is this index).
+        var next = 0
+        /// Fetches waiting, by piece; an empty list: the piece is wanted by a fetch that has
+        /// not begun to wait yet (the one whose request got the body).
+        var waiting: [Int: [CheckedContinuation<Outcome, Never>]] = [:]
+        /// Wanted pieces read before their fetch waited.
+        var kept: [Int: [UInt8]] = [:]
+        var highestWanted: Int
+        /// How the read ended, once it has.
+        var end: Outcome?
+        var error: OriginError?
+    }
+
+    private let state: Mutex<State>
+
+    /// A read for the body that came for piece `index`.
+    init(for index: Int) {
+        state = Mutex(State(waiting: [index: []], highestWanted: index))
+    }
+
+    /// Piece `index`, once read.
+    func piece(_ index: Int) async -> Outcome {
+        await withCheckedContinuation { c in
+            let now = state.withLock { s -> Outcome? in
+                if let kept = s.kept.removeValue(forKey: index) { return .piece(kept) }
+                if index < s.next { return .missed }
+                if let end = s.end { return end }
+                s.waiting[index, default: []].append(c)
+                s.highestWanted = max(s.highestWanted, index)
+                return nil
+            }
+            if let now { c.resume(returning: now) }
+        }
+    }
+
+    /// The transfer error that ended the read, if one did.
+    var error: OriginError? { state.withLock { $0.error } }
+
+    /// Whether piece `index` is still to be read: always, for a read of the whole object;
+    /// else up to `ahead` pieces past the highest one a fetch wants (a large file is not read
+    /// to its end for the pieces at its start).
+    func reads(_ index: Int, wholeObject: Bool, ahead: Int) -> Bool {
+        wholeObject || state.withLock { index - ahead <= $0.highestWanted }
+    }
+
+    /// Piece `index`, verified and kept, to the fetches that wait for it. Returns whether one
+    /// wanted it (else it was read ahead of any player).
+    func deliver(_ index: Int, _ bytes: [UInt8]) -> Bool {
+        let waiters = state.withLock { s -> [CheckedContinuation<Outcome, Never>]? in
+            s.next = index + 1
+            guard let waiters = s.waiting.removeValue(forKey: index) else { return nil }
+            if waiters.isEmpty { s.kept[index] = bytes }
+            return waiters
+        }
+        for waiter in waiters ?? [] { waiter.resume(returning: .piece(bytes)) }
+        return waiters != nil
+    }
+
+    /// Ends the read: the pieces still waited for get `outcome` (`.missed` or `.failed`).
+    func finish(_ outcome: Outcome, error: OriginError? = nil) {
+        let waiters = state.withLock { s -> [CheckedContinuation<Outcome, Never>] in
+            s.end = outcome
+            s.error = error
+            let all = s.waiting.values.flatMap { $0 }
+            s.waiting = [:]
+            return all
+        }
+        for waiter in waiters { waiter.resume(returning: outcome) }
+    }
+}
