@@ -120,7 +120,7 @@ struct MalformedRequestTests {
         defer { g.stop(); n.stop() }
         func statuses(_ text: String) -> [String] {
             // A status line follows the body before it with no line end.
-            text.matches(of: #/HTTP/1\.1 (\d{3}) /#).map { String($0.1) }
+            text.matches(of: #/HTTP/1\.[01] (\d{3}) /#).map { String($0.1) }
         }
         for (kind, p) in [("with its tracker", port), ("without", nodePort)] {
             for request in ["GET /health HTTP/1.0\r\n\r\n", "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close, te\r\nTE: trailers\r\n\r\n"] {
@@ -130,7 +130,9 @@ struct MalformedRequestTests {
             }
             let (kept, keptClosed) = try await RawConnection.exchange(
                 port: p, send: Array("GET /health HTTP/1.0\r\nConnection: keep-alive\r\n\r\n".utf8), within: .seconds(2))
-            #expect(statuses(String(decoding: kept, as: UTF8.self)) == ["200"] && keptClosed == nil, "\(kind): keep-alive asked for")
+            let keptText = String(decoding: kept, as: UTF8.self)
+            #expect(statuses(keptText) == ["200"] && keptClosed == nil, "\(kind): keep-alive asked for")
+            #expect(keptText.hasPrefix("HTTP/1.0 200 ") && keptText.lowercased().contains("\r\nconnection: keep-alive\r\n"), "\(kind): \(keptText)")
 
             let pipelined = "GET /health HTTP/1.1\r\nHost:\r\n\r\n" + "GET /health HTTP/1.1\r\n\r\n"
                 + "GET /health HTTP/1.1\r\nHost: x\r\nhost: y\r\n\r\n" + "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
@@ -142,5 +144,34 @@ struct MalformedRequestTests {
             let stat = try await HTTP.get("http://127.0.0.1:\(p)/stat?xresid=../../x")
             #expect(stat.status == 400 && String(decoding: stat.body, as: UTF8.self).contains("xresid"), "\(kind): \(stat.status)")
         }
+    }
+
+    /// An HTTP/1.0 client gets answers it can read (RFC 9112 6.1, 6.3): a body streamed
+    /// without a length (a key whose origin sends none) ends with the connection, not in
+    /// chunks, which HTTP/1.0 does not have (the head said HTTP/1.1 and the body came chunked).
+    @Test func anHTTP10ClientGetsABodyWithoutALengthUntilTheConnectionCloses() async throws {
+        let (origin, originPort) = try await Live.objectOrigin()
+        defer { origin.stop() }
+        let (g, port) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(originPort)"])
+        defer { g.stop() }
+        let key = "/obj/k.key?size=5000&nolength=1"
+        let want = try await HTTP.get("http://127.0.0.1:\(originPort)\(key)").body
+        for connection in ["keep-alive", "close"] {
+            let request = "GET /hls.vod.p2p.com/127.0.0.1:\(originPort)\(key)&xkey=1 HTTP/1.0\r\nConnection: \(connection)\r\n\r\n"
+            let (received, closed) = try await RawConnection.exchange(port: port, send: Array(request.utf8), within: .seconds(10))
+            let raw = Data(received)
+            let split = try #require(raw.range(of: Data("\r\n\r\n".utf8)), "\(String(decoding: raw, as: UTF8.self))")
+            let head = String(decoding: raw[..<split.lowerBound], as: UTF8.self).lowercased()
+            #expect(head.hasPrefix("http/1.0 200 ") && !head.contains("transfer-encoding") && head.contains("\r\nconnection: close"), "\(head)")
+            let body = Data(raw[split.upperBound...])
+            let same = body == want
+            #expect(same, "\(body.count) bytes of \(want.count)")
+            #expect(closed != nil, "the body's end is the connection's")
+        }
+        // An HTTP/1.1 client's comes chunked, on a connection kept.
+        let (chunked, open) = try await RawConnection.exchange(
+            port: port, send: Array("GET /hls.vod.p2p.com/127.0.0.1:\(originPort)\(key)&xkey=1 HTTP/1.1\r\nHost: x\r\n\r\n".utf8), within: .seconds(1))
+        let text = String(decoding: chunked, as: UTF8.self).lowercased()
+        #expect(text.hasPrefix("http/1.1 200 ") && text.contains("transfer-encoding: chunked") && open == nil, "\(text.prefix(300))")
     }
 }

@@ -15,11 +15,23 @@ import NIOHTTP1
 ///   the responder to answer 400 (3.2). The mark is a header of this gateway's own, taken off
 ///   any request that arrives with it, so that the answer keeps its place among pipelined
 ///   requests.
+/// - an HTTP/1.0 request's answer is an HTTP/1.0 one (6.1): one without a length (a body
+///   streamed from the origin) is delimited by closing the connection, never chunked, which
+///   an HTTP/1.0 client cannot read (the codec writes every head as HTTP/1.1); one with a
+///   length says `Connection: keep-alive` when the request asked to keep its connection.
 /// On an upgradable server, a request that asks for an upgrade takes this handler off its
 /// connection.
-final class HTTP1Rules: ChannelInboundHandler, RemovableChannelHandler {
+final class HTTP1Rules: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    /// The requests answered in order (pipelined ones wait their turn): whether each is
+    /// HTTP/1.0, and whether it keeps its connection.
+    private var requests: [(http10: Bool, keepAlive: Bool)] = []
+    /// The answer being written ends with the connection (an HTTP/1.0 body without a length).
+    private var closeAfterAnswer = false
 
     /// The header that marks a request the responder must refuse, with the reason.
     static let refusalMark = "x-swarmgate-refuse"
@@ -45,6 +57,7 @@ final class HTTP1Rules: ChannelInboundHandler, RemovableChannelHandler {
         if !head.isKeepAlive {
             head.headers.replaceOrAdd(name: "connection", value: "close")
         }
+        requests.append((head.version == .http1_0, head.isKeepAlive))
         context.fireChannelRead(Self.wrapInboundOut(.head(head)))
         // A request that may be upgraded (the tracker's WebSocket) leaves the HTTP decoder
         // behind it: what follows is frames, not request parts, and reading them as parts
@@ -52,6 +65,34 @@ final class HTTP1Rules: ChannelInboundHandler, RemovableChannelHandler {
         if upgradable && head.headers.contains(name: "upgrade") {
             context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
         }
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch Self.unwrapOutboundIn(data) {
+        case .head(var head) where head.status.code >= 200:
+            guard let request = requests.first, request.http10 else { break }
+            head.version = .http1_0
+            head.headers.remove(name: "transfer-encoding")
+            if !head.headers.contains(name: "content-length") && head.status.mayHaveResponseBody {
+                closeAfterAnswer = true
+                head.headers.replaceOrAdd(name: "connection", value: "close")
+            } else if request.keepAlive {
+                head.headers.replaceOrAdd(name: "connection", value: "keep-alive")
+            }
+            context.write(Self.wrapOutboundOut(.head(head)), promise: promise)
+            return
+        case .end:
+            if !requests.isEmpty { requests.removeFirst() }
+            if closeAfterAnswer {
+                closeAfterAnswer = false
+                let written = promise ?? context.eventLoop.makePromise()
+                context.write(data, promise: written)
+                written.futureResult.whenComplete { [channel = context.channel] _ in channel.close(promise: nil) }
+                return
+            }
+        default: break
+        }
+        context.write(data, promise: promise)
     }
 }
 
