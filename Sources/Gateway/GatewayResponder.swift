@@ -248,7 +248,8 @@ public final class GatewayResponder: HTTPResponder {
         if let xresid { fields.append(("xresid", .string(xresid))) }
         fields += [
             ("cdnBytes", .int(Int(t.cdnBytes))), ("p2pBytes", .int(Int(t.p2pBytes))), ("cacheBytes", .int(Int(t.cacheBytes))),
-            ("uploadBytes", .int(Int(t.uploadBytes))), ("peers", .int(t.peers)), ("p2pRatio", .double(t.p2pRatio)),
+            ("uploadBytes", .int(Int(t.uploadBytes))), ("prepareBytes", .int(Int(t.prepareBytes))), ("peers", .int(t.peers)),
+            ("p2pRatio", .double(t.p2pRatio)),
         ]
         if xresid == nil {
             let fallbacks = stats.fallbacks

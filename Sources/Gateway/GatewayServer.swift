@@ -49,7 +49,8 @@ public struct GatewayServer: Sendable {
             cacheDirectory: c.cacheDirectory, cacheSize: c.cacheSize, registryPath: c.registryPath, pieceSize: c.pieceSize,
             maxPrepareJobs: c.prepareJobs, maxObjectSize: c.maxObjectSize, origin: origin.client, peerDeadline: c.peerDeadline ?? GatewayResponder.unknownDurationDeadline,
             readAhead: c.readAhead, revalidateAfter: c.revalidateAfter, logger: logger, onBadPiece: { stats.countPieceFailure() },
-            onFallback: { reason in TrafficStats.FallbackReason(rawValue: reason.rawValue).map(stats.countFallback) })
+            onFallback: { reason in TrafficStats.FallbackReason(rawValue: reason.rawValue).map(stats.countFallback) },
+            onPrepareBytes: { key, count in stats.addPrepared(count, xresid: key.xresid) })
         services.append(node.prepareQueue)
         let peerID = try PeerID(cacheDirectory: c.cacheDirectory)
         let responder = GatewayResponder(

@@ -311,6 +311,9 @@ final class SwarmTransferTests {
         let answer = try await JSONSerialization.jsonObject(with: Data(cli.firstStdoutLine().utf8)) as? [String: Any]
         #expect(answer?["jobs"] as? String == "http://127.0.0.1:\(trackerPort)/jobs")
         #expect(try await Self.originBytes(originPort, "prep") == 4 * 200_000, "each segment once, to the tracker")
+        // The tracker counts what its preparation cost the origin; the node, nothing.
+        #expect(try await Self.stat(trackerPort)["prepareBytes"] as? Int == 4 * 200_000)
+        #expect(try await Self.stat(port)["prepareBytes"] as? Int == 0)
         func jobs(_ port: Int) async throws -> [[String: Any]] {
             let r = try await HTTP.get("http://127.0.0.1:\(port)/jobs")
             return (try JSONSerialization.jsonObject(with: r.body) as? [String: Any])?["jobs"] as? [[String: Any]] ?? []

@@ -12,6 +12,9 @@ public final class TrafficStats: Sendable {
         public var p2pBytes: Int64 = 0
         public var cacheBytes: Int64 = 0
         public var uploadBytes: Int64 = 0
+        /// Bytes this node's registry fetched from origins to prepare objects (their checksums
+        /// and the swarm's first copy): CDN traffic that no player received from this node.
+        public var prepareBytes: Int64 = 0
         public var peers: Int = 0
 
         /// Share of delivered bytes that did not come from the CDN.
@@ -53,6 +56,7 @@ public final class TrafficStats: Sendable {
     private let bytes: [Source: Counter]
     private let pieceFailures: Counter
     private let uploaded: Counter
+    private let prepared: Counter
 
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
         self.registry = registry
@@ -65,6 +69,8 @@ public final class TrafficStats: Sendable {
         self.bytes = bytes
         uploaded = registry.makeCounter(
             descriptor: Self.descriptor("upload_bytes", unit: "total", "Bytes of pieces sent to other nodes."))
+        prepared = registry.makeCounter(
+            descriptor: Self.descriptor("prepare_bytes", unit: "total", "Bytes fetched from origins to prepare objects (checksums and the first copy)."))
         pieceFailures = registry.makeCounter(
             descriptor: Self.descriptor("piece_failures", unit: "total", "Pieces that failed verification."))
         var fallbacks: [FallbackReason: Counter] = [:]
@@ -162,6 +168,16 @@ public final class TrafficStats: Sendable {
         state.withLock { s in
             s.total.uploadBytes += Int64(count)
             s.streams[xresid, default: Totals()].uploadBytes += Int64(count)
+        }
+    }
+
+    /// Bytes of stream `xresid` fetched from its origin to prepare an object.
+    public func addPrepared(_ count: Int, xresid: String) {
+        guard count > 0 else { return }
+        prepared.increment(by: Int64(count))
+        state.withLock { s in
+            s.total.prepareBytes += Int64(count)
+            s.streams[xresid, default: Totals()].prepareBytes += Int64(count)
         }
     }
 

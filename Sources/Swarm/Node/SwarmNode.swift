@@ -124,7 +124,8 @@ public final class SwarmNode: Sendable {
         cacheDirectory: String, cacheSize: Int64, registryPath: String, pieceSize: Int, maxPrepareJobs: Int,
         maxObjectSize: Int64, origin: OriginClient, peerDeadline: Duration = .milliseconds(1500),
         readAhead: Duration? = .seconds(60), revalidateAfter: Duration? = .seconds(600), logger: Logger,
-        onBadPiece: @escaping @Sendable () -> Void = {}, onFallback: @escaping @Sendable (FallbackReason) -> Void = { _ in }
+        onBadPiece: @escaping @Sendable () -> Void = {}, onFallback: @escaping @Sendable (FallbackReason) -> Void = { _ in },
+        onPrepareBytes: @escaping @Sendable (ObjectKey, Int) -> Void = { _, _ in }
     ) throws(SwarmError) {
         do {
             store = try PieceStore(directory: cacheDirectory, capacity: cacheSize, logger: logger, onCorruptPiece: onBadPiece)
@@ -136,7 +137,8 @@ public final class SwarmNode: Sendable {
             storage = try SQLiteRegistryStorage(path: registryPath)
             registry = try ChecksumRegistry(storage: storage, logger: logger)
             prepareQueue = try PrepareQueue(
-                registry: registry, storage: storage, preparer: Preparer(origin: origin, store: store, maxObjectSize: maxObjectSize, logger: logger),
+                registry: registry, storage: storage,
+                preparer: Preparer(origin: origin, store: store, maxObjectSize: maxObjectSize, logger: logger, onOriginBytes: onPrepareBytes),
                 pieceSize: pieceSize, maxRunning: maxPrepareJobs, logger: logger)
         } catch {
             throw SwarmError("registry: \(error)")

@@ -29,6 +29,8 @@ struct Preparer: Sendable {
     let store: PieceStore
     let maxObjectSize: Int64
     let logger: Logger
+    /// Told of each chunk of an object's body that comes from its origin.
+    var onOriginBytes: @Sendable (ObjectKey, Int) -> Void = { _, _ in }
 
     struct Outcome: Sendable {
         var checksums: PieceChecksums
@@ -155,6 +157,7 @@ struct Preparer: Sendable {
             guard var rest = chunk?[...] else {
                 throw Failure(head: .failed("origin ended the body at \(job.bytesDone + Int64(piece.count)) of \(length) bytes"))
             }
+            onOriginBytes(job.key, rest.count)
             while !rest.isEmpty && job.bytesDone < length {
                 let i = layout.index(at: job.bytesDone)
                 let take = rest.prefix(layout.size(of: i) - piece.count)
