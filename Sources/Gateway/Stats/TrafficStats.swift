@@ -163,21 +163,20 @@ public final class TrafficStats: Sendable {
 
     /// Bytes of pieces sent to other nodes.
     public func addUpload(_ count: Int, xresid: String) {
-        guard count > 0 else { return }
-        uploaded.increment(by: Int64(count))
-        state.withLock { s in
-            s.total.uploadBytes += Int64(count)
-            s.streams[xresid, default: Totals()].uploadBytes += Int64(count)
-        }
+        add(count, to: uploaded, \.uploadBytes, xresid: xresid)
     }
 
     /// Bytes of stream `xresid` fetched from its origin to prepare an object.
     public func addPrepared(_ count: Int, xresid: String) {
+        add(count, to: prepared, \.prepareBytes, xresid: xresid)
+    }
+
+    private func add(_ count: Int, to counter: Counter, _ field: WritableKeyPath<Totals, Int64>, xresid: String) {
         guard count > 0 else { return }
-        prepared.increment(by: Int64(count))
+        counter.increment(by: Int64(count))
         state.withLock { s in
-            s.total.prepareBytes += Int64(count)
-            s.streams[xresid, default: Totals()].prepareBytes += Int64(count)
+            s.total[keyPath: field] += Int64(count)
+            s.streams[xresid, default: Totals()][keyPath: field] += Int64(count)
         }
     }
 
