@@ -1,5 +1,6 @@
 import Hummingbird
 import Manifest
+import Origin
 import PieceStore
 import Swarm
 
@@ -226,18 +227,7 @@ extension GatewayResponder {
         /// The members of an `If-None-Match` list: entity tags (a comma inside the quotes of
         /// one is part of it) or `*`.
         static func entityTags(_ list: String) -> [Substring] {
-            var tags: [Substring] = []
-            var start = list.startIndex
-            var quoted = false
-            for i in list.indices {
-                if list[i] == "\"" { quoted.toggle() }
-                if list[i] == "," && !quoted {
-                    tags.append(list[start..<i])
-                    start = list.index(after: i)
-                }
-            }
-            tags.append(list[start...])
-            return tags.map { $0.trimmingASCIISpaces }.filter { !$0.isEmpty }
+            HTTPList.members(list)
         }
 
         /// An entity tag without its weakness indicator (`W/"x"` → `"x"`).

@@ -252,13 +252,19 @@ final class PieceCacheTests {
     }
 
     /// An object the swarm cannot take (over `--max-object-size`, sent without a length, or in
-    /// a content coding such as gzip, whose bytes are not the object's) is the origin's to serve: its players are sent there by 302, as while an object is
-    /// prepared, not given a 502; and the origin is not asked again for each of them.
-    @Test(arguments: ["size=300000", "size=100000&nolength=1", "size=1000&coding=gzip"])
+    /// a content coding such as gzip, whose bytes are not the object's, or marked for one
+    /// client only by `Cache-Control: private` or `no-store`, which a shared cache must not
+    /// keep: a per-viewer segment would reach every viewer) is the origin's to serve: its
+    /// players are sent there by 302, as while an object is prepared, not given a 502; and
+    /// the origin is not asked again for each of them.
+    @Test(arguments: [
+        "size=300000", "size=100000&nolength=1", "size=1000&coding=gzip", "size=1000&cc=max-age=60,%20Private",
+        "size=1000&cc=no-store",
+    ])
     func anObjectTheSwarmCannotTakeSendsItsPlayersToTheOrigin(query: String) async throws {
         let (g, port) = try await gateway(["--max-object-size", "200000"])
         defer { g.stop() }
-        let name = "untaken-\(query.count).ts"
+        let name = "untaken-\(query.filter { $0.isLetter || $0.isNumber }).ts"
         let path = "/obj/\(name)?\(query)"
         // Not listed in a playlist: the gateway waits for the origin's first answer.
         for _ in 0..<3 {
@@ -270,6 +276,16 @@ final class PieceCacheTests {
         #expect(stats["requests"] as? Int == 1, "one preparation asked, not one per player: \(stats)")
         let jobs = try await jobs(port)
         #expect(jobs.count == 1 && jobs.first?["state"] as? String == "failed", "\(jobs)")
+    }
+
+    /// Cache-Control that lets shared caches keep an object (public, a max-age, `private`
+    /// naming fields only, a quoted comma) leaves it to the swarm.
+    @Test func anObjectSharedCachesMayKeepIsTheSwarms() async throws {
+        let (g, port) = try await gateway()
+        defer { g.stop() }
+        let path = "/obj/shared.ts?size=1000&cc=public,%20max-age=60,%20private=%22set-cookie,%20x-private%22"
+        let r = try await Live.whenReady(proxied(port, path))
+        #expect(r.status == 200 && r.body.count == 1000)
     }
 
     @Test func fiftyConcurrentRequestsForOneColdObjectMakeOneOriginTransfer() async throws {

@@ -16,7 +16,8 @@ Endpoints:
                      that is neither the current ETag nor Last-Modified turns a Range into 200.
                      ?throttle=B: at most B body bytes per second. ?nolength=1: no
                      Content-Length, the body ends when the connection closes. ?coding=C: a
-                     Content-Encoding: C header (the bytes are the same). ?noranges=1:
+                     Content-Encoding: C header (the bytes are the same). ?cc=V: a
+                     Cache-Control: V header. ?noranges=1:
                      Range is ignored (200, the whole object).
                      ?resetafter=N[&resets=K]: the first K (default 1) responses for NAME whose
                      body spans offset N send the bytes before N, then a TCP RST.
@@ -340,6 +341,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Last-Modified", modified)
         if q.get("coding"):
             self.send_header("Content-Encoding", q["coding"])
+        if q.get("cc"):
+            self.send_header("Cache-Control", q["cc"])
         self.end_headers()
         if head:
             return

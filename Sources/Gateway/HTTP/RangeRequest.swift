@@ -1,4 +1,6 @@
 import Hummingbird
+import Origin
+
 /// A `Range` request header resolved against a representation's length (RFC 9110 section 14).
 /// swarmgate serves one range per response: a request for several ranges gets the whole
 /// representation, which RFC 9110 allows a server to send.
@@ -61,15 +63,6 @@ public enum RangeRequest: Hashable, Sendable {
     static func number(_ s: Substring) -> Int64? {
         guard !s.isEmpty, s.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
         return Int64(s) ?? .max
-    }
-}
-
-extension StringProtocol {
-    var trimmingASCIISpaces: Substring {
-        var s = Substring(self)
-        while let f = s.first, f == " " || f == "\t" { s = s.dropFirst() }
-        while let l = s.last, l == " " || l == "\t" { s = s.dropLast() }
-        return s
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Origin
 
 /// The config file: TOML, the part of it settings need — top-level `key = value` lines with
 /// strings, integers, decimals, booleans and arrays of strings (over lines too), and comments. Anything else is

@@ -1,4 +1,5 @@
 import Foundation
+import Origin
 
 /// Resolved settings of one role: each value from its flag, else its `SWARMGATE_*` variable,
 /// else the config file, else its default.

@@ -90,6 +90,13 @@ struct Preparer: Sendable {
                 onHead(.uncacheable("origin sent the object in a content coding (\(coding))"))
                 throw Failure(head: .uncacheable("origin sent \(job.url) with Content-Encoding \(coding)"))
             }
+            // A shared cache keeps no answer its origin marks for one client only (RFC 9111
+            // 3, 5.2.2.5, 5.2.2.7): a per-viewer segment (a forensic watermark) would be
+            // served to every viewer of the swarm.
+            if (200..<300).contains(response.status), let directive = Self.unshareable(response.header("Cache-Control")) {
+                onHead(.uncacheable("origin marked the object Cache-Control: \(directive)"))
+                throw Failure(head: .uncacheable("origin marked \(job.url) Cache-Control: \(directive)"))
+            }
             switch response.status {
             case 206 where job.bytesDone > 0:
                 // Resumed: the rest of the same version. Anything else starts over.
@@ -192,6 +199,13 @@ struct Preparer: Sendable {
     static func validator(_ r: OriginResponse) -> String? {
         if let etag = r.header("ETag"), !etag.hasPrefix("W/") { return etag }
         return r.header("Last-Modified")
+    }
+
+    /// The `Cache-Control` directive that keeps an answer out of shared caches: `no-store`, or
+    /// `private` without field names (`private="Set-Cookie"` keeps only those fields private).
+    static func unshareable(_ cacheControl: String?) -> String? {
+        guard let cacheControl else { return nil }
+        return HTTPList.members(cacheControl).map { $0.lowercased() }.first { $0 == "no-store" || $0 == "private" }
     }
 
     /// `Content-Range: bytes FIRST-LAST/TOTAL`.
