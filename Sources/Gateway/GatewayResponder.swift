@@ -834,7 +834,9 @@ public final class GatewayResponder: HTTPResponder {
             }
         }
         if method == .head {
-            return Response(status: status, headers: headers, body: .init())
+            // Without the origin's length, none is claimed (an empty body would say 0).
+            let unknown = ResponseBody { writer in try await writer.finish(nil) }
+            return Response(status: status, headers: headers, body: headers[.contentLength] == nil ? unknown : .init())
         }
         let body = answer.body
         let stats = self.stats

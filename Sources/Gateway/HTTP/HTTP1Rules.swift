@@ -28,8 +28,8 @@ final class HTTP1Rules: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     /// The requests answered in order (pipelined ones wait their turn): whether each is
-    /// HTTP/1.0, and whether it keeps its connection.
-    private var requests: [(http10: Bool, keepAlive: Bool)] = []
+    /// HTTP/1.0, keeps its connection, and is a HEAD (whose answer has no body).
+    private var requests: [(http10: Bool, keepAlive: Bool, head: Bool)] = []
     /// The answer being written ends with the connection (an HTTP/1.0 body without a length).
     private var closeAfterAnswer = false
 
@@ -57,7 +57,7 @@ final class HTTP1Rules: ChannelDuplexHandler, RemovableChannelHandler {
         if !head.isKeepAlive {
             head.headers.replaceOrAdd(name: "connection", value: "close")
         }
-        requests.append((head.version == .http1_0, head.isKeepAlive))
+        requests.append((head.version == .http1_0, head.isKeepAlive, head.method == .HEAD))
         context.fireChannelRead(Self.wrapInboundOut(.head(head)))
         // A request that may be upgraded (the tracker's WebSocket) leaves the HTTP decoder
         // behind it: what follows is frames, not request parts, and reading them as parts
@@ -73,10 +73,11 @@ final class HTTP1Rules: ChannelDuplexHandler, RemovableChannelHandler {
             guard let request = requests.first, request.http10 else { break }
             head.version = .http1_0
             head.headers.remove(name: "transfer-encoding")
-            if !head.headers.contains(name: "content-length") && head.status.mayHaveResponseBody {
+            let closing = head.headers["connection"].contains { $0.lowercased().contains("close") }
+            if !head.headers.contains(name: "content-length") && head.status.mayHaveResponseBody && !request.head {
                 closeAfterAnswer = true
                 head.headers.replaceOrAdd(name: "connection", value: "close")
-            } else if request.keepAlive {
+            } else if request.keepAlive && !closing {
                 head.headers.replaceOrAdd(name: "connection", value: "keep-alive")
             }
             context.write(Self.wrapOutboundOut(.head(head)), promise: promise)
@@ -87,7 +88,12 @@ final class HTTP1Rules: ChannelDuplexHandler, RemovableChannelHandler {
                 closeAfterAnswer = false
                 let written = promise ?? context.eventLoop.makePromise()
                 context.write(data, promise: written)
-                written.futureResult.whenComplete { [channel = context.channel] _ in channel.close(promise: nil) }
+                // The body's end is the connection's: its output is shut once the body is
+                // out, and what the client still sends is read, not reset (which could cut
+                // the body's tail short at the client).
+                written.futureResult.whenComplete { [channel = context.channel] _ in
+                    channel.close(mode: .output).whenFailure { _ in channel.close(promise: nil) }
+                }
                 return
             }
         default: break

@@ -356,8 +356,10 @@ public final class SwarmNode: Sendable {
     /// returned. Concurrent calls for one piece (against the same checksum) share one fetch.
     public func obtain(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, deadline: Duration? = nil) async throws(PieceFailure) -> ObtainedPiece {
         try await pieceFlights.run(Self.flightKey(key, index, checksums)) {
-            // The origin's whole body is being read for another piece: this one comes with it.
-            if let read = self.wholeReads.withLock({ $0[Self.wholeReadKey(key, checksums)] }),
+            // The origin's whole body is being read for another piece, and reaches this one
+            // soon: it comes with it (a probe, or a read far short of it, leaves the peers
+            // asked first).
+            if let read = self.wholeReads.withLock({ $0[Self.wholeReadKey(key, checksums)] }), read.reaches(index),
                 let got = await self.fromWholeRead(read, key, index, checksums: checksums)
             {
                 return got
@@ -433,7 +435,10 @@ public final class SwarmNode: Sendable {
     private func notePrefetched(_ key: ObjectKey, _ index: Int, from source: AheadSource) {
         let added = prefetched.withLock { p -> Bool in
             if p.count >= 100_000 { p.removeAll() }
-            return p.updateValue(source, forKey: key.id + "#\(index)") == nil
+            let at = key.id + "#\(index)"
+            guard p[at] == nil else { return false }
+            p[at] = source
+            return true
         }
         if added { prefetchedCount.add(1, ordering: .relaxed) }
     }
@@ -574,25 +579,38 @@ public final class SwarmNode: Sendable {
                 return try got.get()
             }
         }
+        // The waiters on a probe that fails: the origin's copy differs for them too; else
+        // (a 206, a transfer error, another status) they ask for their own pieces.
+        func endProbe(_ outcome: WholeBodyRead.Outcome) {
+            if let probe { endWholeRead(probe, Self.wholeReadKey(key, checksums), outcome) }
+        }
         let response: OriginResponse
         do {
             response = try await origin.fetch(Self.pieceRequest(url, index, checksums.layout))
-        } catch {
-            if let probe { endWholeRead(probe, Self.wholeReadKey(key, checksums), .missed) }
+        } catch where error.code == .tooLarge {
             // An origin that ignores ranges and sends a copy larger than the one prepared.
-            if error.code == .tooLarge { throw originDiffers(key, index, checksums, url: url, "the origin's copy of \(key) is larger than the prepared one") }
+            let failure = originDiffers(key, index, checksums, url: url, "the origin's copy of \(key) is larger than the prepared one")
+            endProbe(.failed(failure))
+            throw failure
+        } catch {
+            endProbe(.missed)
             throw .origin(error)
         }
-        if response.status != 200, let probe { endWholeRead(probe, Self.wholeReadKey(key, checksums), .missed) }
         switch response.status {
         case 206:
+            endProbe(.missed)
             rangeOrigins.withLock { known in
                 if known.count >= 4096 { known.removeAll() }
                 known.insert(site)
             }
         case 200: return try await wholeBody(response, key, index, checksums: checksums, url: url, again: again, probe: probe)
-        case 416: throw originDiffers(key, index, checksums, url: url, "the origin's copy of \(key) is shorter than piece \(index) (416)")
-        default: throw .originStatus(response.status, "origin answered \(response.status) for piece \(index) of \(key)")
+        case 416:
+            let failure = originDiffers(key, index, checksums, url: url, "the origin's copy of \(key) is shorter than piece \(index) (416)")
+            endProbe(.failed(failure))
+            throw failure
+        default:
+            endProbe(.missed)
+            throw .originStatus(response.status, "origin answered \(response.status) for piece \(index) of \(key)")
         }
         let bytes: [UInt8]
         do {
@@ -694,6 +712,18 @@ public final class SwarmNode: Sendable {
             Task { await self.readWhole(read, readKey, response.body, key, checksums: checksums, url: url) }
         }
         if let got = await fromWholeRead(read, key, index, checksums: checksums) { return try got.get() }
+        guard mine else {
+            // The read passed the piece and the store did not keep it (full), or stopped short
+            // of it: this fetch's own body has it.
+            let bytes: [UInt8]
+            do { bytes = try await Self.readPiece(response, index, checksums.layout) } catch { throw .origin(error) }
+            guard bytes.withUnsafeBytes({ checksums.matches(index, $0) }) else {
+                onBadPiece()
+                throw originDiffers(key, index, checksums, url: url, "piece \(index) of \(key) from the origin does not match its checksum")
+            }
+            keep(key, checksums.layout, index, bytes)
+            return ObtainedPiece(bytes: bytes)
+        }
         if let error = read.error, error.code != .connection || again { throw .origin(error) }
         guard !again else { throw .origin(OriginError(.connection, "piece \(index) of \(key) was not in the origin's body read for it")) }
         return try await fetchPiece(key, index, checksums: checksums, url: url, again: true)
@@ -722,9 +752,9 @@ public final class SwarmNode: Sendable {
         piece.reserveCapacity(layout.size(of: 0))
         var outcome = WholeBodyRead.Outcome.missed
         var ended: OriginError?
+        read.start(wholeObject: wholeObject, ahead: Self.wholeReadAhead / max(1, layout.pieceSize))
         reading: do {
-            let ahead = Self.wholeReadAhead / max(1, layout.pieceSize)
-            while index < layout.count, read.reads(index, wholeObject: wholeObject, ahead: ahead) {
+            while index < layout.count, read.reads(index) {
                 guard let chunk = try await chunks.next() else {
                     outcome = .failed(originDiffers(key, index, checksums, url: url, "the origin's copy of \(key) is shorter than the prepared one"))
                     break reading
@@ -744,11 +774,18 @@ public final class SwarmNode: Sendable {
                         outcome = .failed(originDiffers(key, index, checksums, url: url, "piece \(index) of \(key) from the origin does not match its checksum"))
                         break reading
                     }
-                    if !read.deliver(index, piece) { notePrefetched(key, index, from: .origin) }
-                    keep(key, layout, index, piece)
+                    // Kept before it is handed on: a fetch that comes once the read passed
+                    // it finds it in the store.
+                    let held = store.has(key, piece: index)
+                    if !held { keep(key, layout, index, piece) }
+                    if !read.deliver(index, piece) && !held { notePrefetched(key, index, from: .origin) }
                     index += 1
                     piece.removeAll(keepingCapacity: true)
                 }
+            }
+            // Every piece read: a byte more is a copy longer than the prepared one.
+            if index == layout.count, let more = try await chunks.next(), !more.isEmpty {
+                outcome = .failed(originDiffers(key, index - 1, checksums, url: url, "the origin's copy of \(key) is larger than the prepared one"))
             }
         } catch where error.code == .tooLarge {
             outcome = .failed(originDiffers(key, index, checksums, url: url, "the origin's copy of \(key) is larger than the prepared one"))

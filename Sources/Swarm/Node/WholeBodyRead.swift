@@ -26,6 +26,11 @@ final class WholeBodyRead: Sendable {
         /// Wanted pieces read before their fetch waited.
         var kept: [Int: [UInt8]] = [:]
         var highestWanted: Int
+        /// Whether the body is being read (not only asked for: a probe), to its end
+        /// (`wholeObject`) or up to `ahead` pieces past the highest one wanted.
+        var started = false
+        var wholeObject = false
+        var ahead = 0
         /// How the read ended, once it has.
         var end: Outcome?
         var error: OriginError?
@@ -56,11 +61,28 @@ final class WholeBodyRead: Sendable {
     /// The transfer error that ended the read, if one did.
     var error: OriginError? { state.withLock { $0.error } }
 
-    /// Whether piece `index` is still to be read: always, for a read of the whole object;
-    /// else up to `ahead` pieces past the highest one a fetch wants (a large file is not read
-    /// to its end for the pieces at its start).
-    func reads(_ index: Int, wholeObject: Bool, ahead: Int) -> Bool {
-        wholeObject || state.withLock { index - ahead <= $0.highestWanted }
+    /// The body came whole: it is read to its end (`wholeObject`), else up to `ahead` pieces
+    /// past the highest one a fetch wants (a large file is not read to its end for the
+    /// pieces at its start).
+    func start(wholeObject: Bool, ahead: Int) {
+        state.withLock { s in
+            s.started = true
+            s.wholeObject = wholeObject
+            s.ahead = ahead
+        }
+    }
+
+    /// Whether piece `index` is still to be read.
+    func reads(_ index: Int) -> Bool {
+        state.withLock { $0.wholeObject || index - $0.ahead <= $0.highestWanted }
+    }
+
+    /// Whether the body is being read and will reach piece `index` without reading further
+    /// for it (a fetch for a piece far past it asks the peers first).
+    func reaches(_ index: Int) -> Bool {
+        state.withLock { s in
+            s.started && s.end == nil && index >= s.next && (s.wholeObject || index - s.ahead <= s.highestWanted)
+        }
     }
 
     /// Piece `index`, verified and kept, to the fetches that wait for it. Returns whether one
