@@ -16,16 +16,21 @@ enum TrackerEndpoint {
 
     static func server(_ tracker: SwarmTracker?) -> HTTPServerBuilder {
         guard let tracker else {
-            return HTTPServerBuilder { responder in RuleChecked(inner: HTTP1Channel(responder: responder, configuration: .init(idleTimeout: idleTimeout)), upgradable: false) }
+            return HTTPServerBuilder { responder in
+                AfterDecoder(inner: HTTP1Channel(responder: responder, configuration: .init(idleTimeout: idleTimeout))) { [HTTP1Rules(upgradable: false)] }
+            }
         }
         let gate = LoginGate()
         let configuration = HTTP1WebSocketUpgradeChannel.Configuration(http1: .init(idleTimeout: idleTimeout))
         // Until a connection's first request head, Hummingbird watches neither its idleness nor
-        // malformed requests on an upgradable channel (`FirstRequestGuard`).
+        // malformed requests on an upgradable channel (`FirstRequestGuard`); an upgrade that
+        // fails (a request after the upgrade request, or a body with it) ends the handling
+        // and left the connection open, with nothing reading it: it is closed then.
         return HTTPServerBuilder { responder in
-            RuleChecked(inner: GuardedFirstRequest(
+            AfterDecoder(
                 inner: HTTP1WebSocketUpgradeChannel(responder: responder, configuration: configuration, shouldUpgrade: upgrade(tracker, gate)),
-                deadline: idleTimeout), upgradable: true)
+                closeWhenDone: true
+            ) { [HTTP1Rules(upgradable: true), FirstRequestGuard(deadline: idleTimeout)] }
         }
     }
 

@@ -78,26 +78,3 @@ final class FirstRequestGuard: ChannelInboundHandler, RemovableChannelHandler {
         if context.channel.isActive { context.close(promise: nil) }
     }
 }
-
-/// A server child channel with `FirstRequestGuard` after its HTTP request decoder, closed
-/// once its handling ends: an upgrade that fails (a request after the upgrade request, or a
-/// body with it) ends the handling and left the connection open, with nothing reading it.
-struct GuardedFirstRequest<Inner: ServerChildChannel>: ServerChildChannel {
-    typealias Value = Inner.Value
-    let inner: Inner
-    let deadline: TimeAmount
-
-    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        inner.setup(channel: channel, logger: logger).flatMapThrowing { value in
-            let pipeline = channel.pipeline.syncOperations
-            let decoder = try pipeline.context(handlerType: ByteToMessageHandler<HTTPRequestDecoder>.self)
-            try pipeline.addHandler(FirstRequestGuard(deadline: deadline), position: .after(decoder.handler))
-            return value
-        }
-    }
-
-    func handle(value: Value, logger: Logger) async {
-        await inner.handle(value: value, logger: logger)
-        try? await value.channel.close()
-    }
-}

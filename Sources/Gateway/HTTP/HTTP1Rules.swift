@@ -3,6 +3,7 @@ import HummingbirdCore
 import Logging
 import NIOCore
 import NIOHTTP1
+import Origin
 
 /// The parts of RFC 9112 that Hummingbird leaves to the application, applied to each request
 /// head as it leaves the HTTP/1 decoder (the version and the raw `Host` lines are gone once
@@ -15,6 +16,9 @@ import NIOHTTP1
 ///   the responder to answer 400 (3.2). The mark is a header of this gateway's own, taken off
 ///   any request that arrives with it, so that the answer keeps its place among pipelined
 ///   requests.
+/// - a request that says `Expect: 100-continue` is told to send its body at once (RFC 9110
+///   10.1.1): its client waited a second for the answer (curl does, for a `/prepare` body
+///   over 1 KiB);
 /// - an HTTP/1.0 request's answer is an HTTP/1.0 one (6.1): one without a length (a body
 ///   streamed from the origin) is delimited by closing the connection, never chunked, which
 ///   an HTTP/1.0 client cannot read (the codec writes every head as HTTP/1.1); one with a
@@ -58,6 +62,12 @@ final class HTTP1Rules: ChannelDuplexHandler, RemovableChannelHandler {
             head.headers.replaceOrAdd(name: "connection", value: "close")
         }
         requests.append((head.version == .http1_0, head.isKeepAlive, head.method == .HEAD))
+        // Only when no earlier answer is still to come: a 100 must not land inside one.
+        if requests.count == 1 && head.version != .http1_0 && !head.headers.contains(name: "upgrade")
+            && head.headers["expect"].contains(where: { $0.trimmingASCIISpaces.lowercased() == "100-continue" })
+        {
+            context.writeAndFlush(Self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .continue))), promise: nil)
+        }
         context.fireChannelRead(Self.wrapInboundOut(.head(head)))
         // A request that may be upgraded (the tracker's WebSocket) leaves the HTTP decoder
         // behind it: what follows is frames, not request parts, and reading them as parts
@@ -102,22 +112,30 @@ final class HTTP1Rules: ChannelDuplexHandler, RemovableChannelHandler {
     }
 }
 
-/// A server child channel with `HTTP1Rules` right after its HTTP request decoder.
-struct RuleChecked<Inner: ServerChildChannel>: ServerChildChannel {
+/// A server child channel with handlers of this gateway's right after its HTTP request
+/// decoder (`HTTP1Rules`, `FirstRequestGuard`: where a request's version and raw header lines
+/// are still there), in the order given; with `closeWhenDone`, closed once its handling ends.
+struct AfterDecoder<Inner: ServerChildChannel>: ServerChildChannel {
     typealias Value = Inner.Value
     let inner: Inner
-    let upgradable: Bool
+    var closeWhenDone = false
+    /// Made for each connection.
+    let handlers: @Sendable () -> [any ChannelHandler]
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         inner.setup(channel: channel, logger: logger).flatMapThrowing { value in
             let pipeline = channel.pipeline.syncOperations
-            let decoder = try pipeline.context(handlerType: ByteToMessageHandler<HTTPRequestDecoder>.self)
-            try pipeline.addHandler(HTTP1Rules(upgradable: upgradable), position: .after(decoder.handler))
+            var after: any ChannelHandler = try pipeline.context(handlerType: ByteToMessageHandler<HTTPRequestDecoder>.self).handler
+            for handler in handlers() {
+                try pipeline.addHandler(handler, position: .after(after))
+                after = handler
+            }
             return value
         }
     }
 
     func handle(value: Value, logger: Logger) async {
         await inner.handle(value: value, logger: logger)
+        if closeWhenDone { try? await value.channel.close() }
     }
 }
