@@ -242,6 +242,10 @@ public final class SwarmNode: Sendable {
                     return ChecksumAnswer(state: .preparing, reason: "the copy is being checked against the origin")
                 }
                 self.registry.markReady(key, checksums: checksums, etag: answer.etag, lastModified: answer.lastModified, contentType: answer.contentType)
+                // A doubt that came meanwhile found nothing to drop yet.
+                if self.undoubted([(key, checksums)]).isEmpty {
+                    return ChecksumAnswer(state: .preparing, reason: "the copy is being checked against the origin")
+                }
                 self.keepPeerList(key, peers)
             }
             return answer
@@ -339,7 +343,18 @@ public final class SwarmNode: Sendable {
             }
         }
         registry.markReady(usable.map(\.entry))
-        for u in usable { keepPeerList(u.entry.key, u.peers) }
+        let kept = Set(undoubted(usable.map { ($0.entry.key, $0.entry.checksums) }))
+        for u in usable where kept.contains(u.entry.key.id) { keepPeerList(u.entry.key, u.peers) }
+    }
+
+    /// The ids of `marked` (copies just marked ready) not in doubt; a copy a doubt reached
+    /// between its check and its marking (`doubt` found nothing to drop then) is dropped.
+    private func undoubted(_ marked: [(key: ObjectKey, checksums: PieceChecksums)]) -> [String] {
+        marked.compactMap { m in
+            guard doubted(m.key.id, m.checksums.fingerprint) else { return m.key.id }
+            _ = registry.drop(m.key, ifCopy: m.checksums)
+            return nil
+        }
     }
 
     // MARK: missing pieces
