@@ -50,12 +50,13 @@ public final class SwarmNode: Sendable {
     private let prefetched = Mutex<[String: AheadSource]>([:])
     private let prefetchedCount = Atomic<Int>(0)
     /// Origin bodies being read whole for their pieces, by object and copy (`wholeReadKey`);
-    /// also the first piece request to an origin not known to honor ranges, which the
-    /// object's other piece fetches wait for.
+    /// also the first piece request to an origin seen to ignore ranges, which the object's
+    /// other piece fetches wait for.
     private let wholeReads = Mutex<[String: WholeBodyRead]>([:])
-    /// Origins (scheme and authority) that answered a piece's range with 206: their objects'
-    /// pieces are asked for at once; another's one at a time until the first answer comes.
-    private let rangeOrigins = Mutex<Set<String>>([])
+    /// Origins (scheme and authority) that answered a piece's range with the whole body, and
+    /// not with a 206 since: an object's first piece request to one goes alone. Others are
+    /// asked for pieces at once (an origin that honors ranges pays no wait).
+    private let wholeOrigins = Mutex<Set<String>>([])
     /// Objects being prefetched now.
     private let prefetching = Mutex<Set<String>>([])
     /// Told when this node's registry drops a copy whose origin copy changed.
@@ -583,8 +584,8 @@ public final class SwarmNode: Sendable {
     private func fetchPiece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, again: Bool = false) async throws(PieceFailure) -> ObtainedPiece {
         let site = Self.site(of: url)
         var probe: WholeBodyRead?
-        if !rangeOrigins.withLock({ $0.contains(site) }) {
-            // Not known to honor ranges: the object's first piece request goes alone, and the
+        if wholeOrigins.withLock({ $0.contains(site) }) {
+            // Seen to ignore ranges: the object's first piece request goes alone, and the
             // others wait to see whether its answer is the whole body (they ask for their own
             // pieces if it is not).
             let (read, mine) = wholeRead(key, index, checksums)
@@ -614,11 +615,13 @@ public final class SwarmNode: Sendable {
         switch response.status {
         case 206:
             endProbe(.missed)
-            rangeOrigins.withLock { known in
-                if known.count >= 4096 { known.removeAll() }
-                known.insert(site)
+            if probe != nil { _ = wholeOrigins.withLock { $0.remove(site) } }
+        case 200:
+            wholeOrigins.withLock { seen in
+                if seen.count >= 4096 { seen.removeAll() }
+                seen.insert(site)
             }
-        case 200: return try await wholeBody(response, key, index, checksums: checksums, url: url, again: again, probe: probe)
+            return try await wholeBody(response, key, index, checksums: checksums, url: url, again: again, probe: probe)
         case 416:
             let failure = originDiffers(key, index, checksums, url: url, "the origin's copy of \(key) is shorter than piece \(index) (416)")
             endProbe(.failed(failure))
