@@ -524,6 +524,50 @@ final class SwarmTransferTests {
         }
     }
 
+    /// A seek into an object over 64 MiB whose origin ignores ranges: the node reads the
+    /// body up to the piece (and 16 MiB on), keeping what passes, not to its end; a seek past
+    /// that, once the read ended, reads again (while it goes on, it reads on: cheaper than
+    /// starting over); one sought before it is held. Every byte is the object's.
+    @Test func aSeekIntoALargeObjectWhoseOriginIgnoresRangesReadsUpToIt() async throws {
+        let swarm = try await oneNode()
+        defer { swarm.stop() }
+        let originPort = swarm.originPort
+        let (c, portC) = try await node(trackerPort: swarm.trackerPort, originPort: originPort, ["--peer-deadline", "0"])
+        defer { c.stop() }
+        let name = "wholeonly-large.mp4"
+        let size = 100_000_000
+        _ = try await HTTP.get("http://127.0.0.1:\(originPort)/__version?name=\(name)&noranges=1")
+        let url = "http://127.0.0.1:\(portC)/xdfs.p2p.com/127.0.0.1:\(originPort)/obj/\(name)?size=\(size)"
+        // The object's bytes as object_origin.py makes them (version 1).
+        let h = name.utf8.reduce(0) { ($0 + Int($1)) % 256 }
+        func expected(_ range: ClosedRange<Int>) -> Data { Data(range.map { UInt8(($0 * 7 + h + 13) % 256) }) }
+        /// The origin's figures once no answer of it is under way (a read ends past its piece).
+        func stats() async throws -> (requests: Int, sent: Int) {
+            for _ in 0..<600 {
+                let r = try await HTTP.get("http://127.0.0.1:\(originPort)/__stats?name=\(name)")
+                let o = try JSONSerialization.jsonObject(with: r.body) as? [String: Any] ?? [:]
+                if o["inflight"] as? Int == 0 { return (o["requests"] as? Int ?? 0, o["bytes_sent"] as? Int ?? 0) }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            throw TestFailure("the origin's answers did not end")
+        }
+        func seek(_ range: ClosedRange<Int>) async throws {
+            let r = try await Live.whenReady(url, headers: ["Range": "bytes=\(range.lowerBound)-\(range.upperBound)"], timeout: .seconds(60))
+            let same = r.body == expected(range)
+            #expect(r.status == 206 && same, "\(range): \(r.status), \(r.body.count) bytes")
+        }
+        try await seek(60_000_000...60_000_099)
+        let first = try await stats()
+        // The tracker's preparation, and C's one read, stopped past the piece (+16 MiB).
+        #expect(first.requests == 2, "\(first)")
+        #expect(first.sent - size < size, "C read \(first.sent - size) bytes for a piece at 60 MB, not the whole")
+        try await seek(99_000_000...99_000_099)
+        let second = try await stats()
+        #expect(second.requests == 3, "a seek past the read reads again: \(first) \(second)")
+        try await seek(1_000...1_099)
+        #expect(try await stats().requests == 3, "held since the first read")
+    }
+
     @Test func anOriginCopyThatChangedIsPreparedAgainForTheSwarm() async throws {
         let swarm = try await twoNodes()
         defer { swarm.stop() }
