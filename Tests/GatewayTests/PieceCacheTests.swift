@@ -278,6 +278,42 @@ final class PieceCacheTests {
         #expect(jobs.count == 1 && jobs.first?["state"] as? String == "failed", "\(jobs)")
     }
 
+    /// An object missing at the origin (its 404) is asked for again only after a moment, not
+    /// at each player's request (each cost the origin a request, besides the player's own: a
+    /// live segment the origin lacks, a thousand viewers); once it is there, it is served.
+    @Test func anObjectMissingAtTheOriginIsNotAskedForAtEachRequest() async throws {
+        let (g, port) = try await gateway()
+        defer { g.stop() }
+        let name = "missing-now.ts"
+        _ = try await HTTP.get(originBase + "/__version?name=\(name)&gone=1")
+        let path = "/obj/\(name)?size=1000"
+        for _ in 0..<5 {
+            let r = try await HTTP.get(proxied(port, path))
+            #expect(r.status == 404, "the origin's answer: \(r.status) \(r.text)")
+        }
+        let asked = try await originStats(name)["requests"] as? Int ?? 0
+        #expect((1...2).contains(asked), "five players, \(asked) origin requests")
+        // Listed in a live playlist: its players go to the origin (302), whatever the last
+        // preparation heard (the segment may be late at a CDN edge); the gateway does not ask.
+        let live = "live-missing"
+        _ = try await HTTP.get(originBase + "/__version?name=\(live)/seg5.ts&gone=1")
+        let list = try await HTTP.get(proxied(port, "/live/\(live).m3u8?segments=6"))
+        let seg5 = try #require(list.text.split(separator: "\n").first { $0.contains("seg5.ts") })
+        for _ in 0..<5 {
+            let r = try await HTTP.get(String(seg5))
+            #expect(r.status == 302, "\(r.status) \(r.text)")
+        }
+        let liveAsked = try await originStats("\(live)/seg5.ts")["requests"] as? Int ?? 0
+        #expect((1...2).contains(liveAsked), "five players, \(liveAsked) origin requests")
+        _ = try await HTTP.get(originBase + "/__version?name=\(name)&gone=0")
+        var status = 0
+        for _ in 0..<200 where status != 200 {
+            try await Task.sleep(for: .milliseconds(50))
+            status = try await HTTP.get(proxied(port, path)).status
+        }
+        #expect(status == 200, "served once the origin has it")
+    }
+
     /// Cache-Control that lets shared caches keep an object (public, a max-age, `private`
     /// naming fields only, a quoted comma) leaves it to the swarm.
     @Test func anObjectSharedCachesMayKeepIsTheSwarms() async throws {

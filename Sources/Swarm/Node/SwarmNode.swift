@@ -266,7 +266,13 @@ public final class SwarmNode: Sendable {
             return ChecksumAnswer(ready: ready.entry, checksums: ready.checksums)
         }
         prepareQueue.enqueue(key, url: ref.url, urgent: urgent)
-        let head = await prepareQueue.head(key, timeout: wait)
+        var head = await prepareQueue.head(key, timeout: wait)
+        if wait == .zero, let failed = head, failed.isOriginFailure {
+            // An object asked for without waiting (a playlist lists it) goes to the origin,
+            // whatever a recent run heard (held back from running again for a moment): a
+            // segment late at a CDN edge is there for the player by now.
+            head = nil
+        }
         switch head {
         case .available?, nil:
             let left = readyWithin - (ContinuousClock.now - asked)

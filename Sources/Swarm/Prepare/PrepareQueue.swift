@@ -27,14 +27,20 @@ public final class PrepareQueue: Service, Sendable {
         /// When each running job's body began to come, and how much it had then (a resumed
         /// job has some): its rate so far, for whether it ends before a waiter's deadline.
         var bodyStarted: [String: (at: ContinuousClock.Instant, bytes: Int64)] = [:]
-        /// Failed jobs whose object the swarm cannot take (`OriginHead.uncacheable`), and
-        /// when: not run again for a player before `uncacheableRetry` has passed.
-        var uncacheable: [String: ContinuousClock.Instant] = [:]
+        /// Failed jobs, and until when a player's request does not run them again (nor an
+        /// operator's, for an object the swarm cannot take): the origin's answer, kept, sends
+        /// the player on (each run would cost the origin a request).
+        var heldBack: [String: (until: ContinuousClock.Instant, operators: Bool)] = [:]
     }
 
     /// How long an object the swarm could not take is left to the origin before a player's
     /// request has it tried again (its copy may have changed).
     static let uncacheableRetry: Duration = .seconds(600)
+    /// How long another failure (the origin's 404 or 503, a timeout) stands for players' requests:
+    /// a live segment missing at the origin, or an origin struggling, was asked again for each
+    /// player (two requests each, with the player's own); a segment late at a CDN edge is
+    /// there soon after.
+    static let failureRetry: Duration = .seconds(2)
 
     struct EndWaiter {
         let deadline: ContinuousClock.Instant
@@ -104,7 +110,7 @@ public final class PrepareQueue: Service, Sendable {
             for id in old {
                 s.jobs[id] = nil
                 s.heads[id] = nil
-                s.uncacheable[id] = nil
+                s.heldBack[id] = nil
             }
             return old
         }
@@ -168,9 +174,9 @@ public final class PrepareQueue: Service, Sendable {
                 // Read-ahead does not retry what failed or was cancelled; a player's request
                 // does, and so does an operator's prepare.
                 return (job, false)
-            case .failed where s.uncacheable[job.id].map({ ContinuousClock.now - $0 < uncacheableRetry }) ?? false:
+            case .failed where s.heldBack[job.id].map({ ContinuousClock.now < $0.until && (!retry || $0.operators) }) ?? false:
                 // Not even a player's, for a while: each would cost the origin a request, and
-                // the answer (the origin's head, kept) sends the player there anyway.
+                // the answer (the origin's head, kept) sends the player on anyway.
                 return (job, false)
             case .done, .failed, .cancelled:
                 // A done job whose checksums were dropped (the origin's copy changed, and its
@@ -478,7 +484,11 @@ public final class PrepareQueue: Service, Sendable {
             // A run that was stopped (preempted, paused, cancelled) failed because it was
             // stopped, not because of the origin: that is no answer to give its waiters.
             if !stopped, case .failure(let f) = outcome {
-                if case .uncacheable = f.head { s.uncacheable[id] = .now }
+                if case .uncacheable = f.head {
+                    s.heldBack[id] = (.now + Self.uncacheableRetry, true)
+                } else {
+                    s.heldBack[id] = (.now + Self.failureRetry, false)
+                }
                 if s.heads[id] == nil {
                     failedHead = f.head
                     woken = Self.setHead(id, f.head, &s)

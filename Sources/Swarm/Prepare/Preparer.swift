@@ -19,6 +19,15 @@ public enum OriginHead: Sendable, Equatable {
     case uncacheable(String)
     /// Anything else: connection failures.
     case failed(String)
+
+    /// The origin failed the object (a status, a timeout, a broken connection): an answer
+    /// that may not stand for long.
+    public var isOriginFailure: Bool {
+        switch self {
+        case .status, .timeout, .failed: true
+        case .available, .forbidden, .uncacheable: false
+        }
+    }
 }
 
 /// Runs one prepare job: fetches the object from the origin (resuming with `Range` +
