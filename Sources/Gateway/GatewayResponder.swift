@@ -502,7 +502,7 @@ public final class GatewayResponder: HTTPResponder {
         }
         var headers: HTTPFields = [.contentType: contentType]
         for name in ["cache-control", "expires", "last-modified"] {
-            if let v = answer.header(name), let field = HTTPField.Name(name) { headers[field] = v }
+            if let v = answer.relayed(name), let field = HTTPField.Name(name) { headers[field] = v }
         }
         // A cache between the gateway and its players would otherwise keep a live list by
         // heuristics, and its players would stall on an old one.
@@ -817,7 +817,7 @@ public final class GatewayResponder: HTTPResponder {
         }
         var headers: HTTPFields = [:]
         for name in ["content-type", "content-length", "content-range", "accept-ranges", "etag", "last-modified", "cache-control", "expires"] {
-            if let v = answer.header(name), let field = HTTPField.Name(name) { headers[field] = v }
+            if let v = answer.relayed(name), let field = HTTPField.Name(name) { headers[field] = v }
         }
         if proxy.isKey { headers[.cacheControl] = "no-store" }
         var status = HTTPResponse.Status(code: answer.status)

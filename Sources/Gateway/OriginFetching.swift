@@ -1,3 +1,5 @@
+import Origin
+
 /// What the gateway needs from an origin client: one GET, its status, headers, effective URL
 /// (after redirects) and a body that streams. The libcurl client of the `Origin` module is the
 /// one implementation; the seam keeps the gateway's routes independent of its details.
@@ -47,6 +49,12 @@ public struct OriginAnswer: Sendable {
 
     public func header(_ name: String) -> String? {
         headers.last { $0.name.lowercased() == name.lowercased() }?.value
+    }
+
+    /// A header as relayed to a player: a list field's lines joined (`Cache-Control` sent as
+    /// two lines is both), another's last line.
+    func relayed(_ name: String) -> String? {
+        name.lowercased() == "cache-control" ? HTTPList.joined(headers, name) : header(name)
     }
 }
 

@@ -15,6 +15,14 @@ public enum HTTPList {
         members.append(list[start...])
         return members.map { $0.trimmingASCIISpaces }.filter { !$0.isEmpty }
     }
+
+    /// The lines of list field `name` in `headers` as one value, joined by commas (RFC 9110
+    /// 5.3); nil when there is none.
+    public static func joined(_ headers: [(name: String, value: String)], _ name: String) -> String? {
+        let lower = name.lowercased()
+        let values = headers.filter { $0.name.lowercased() == lower }.map(\.value)
+        return values.isEmpty ? nil : values.joined(separator: ", ")
+    }
 }
 
 extension StringProtocol {

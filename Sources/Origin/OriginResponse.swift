@@ -15,4 +15,10 @@ public struct OriginResponse: Sendable {
         let lower = name.lowercased()
         return headers.first { $0.name.lowercased() == lower }?.value
     }
+
+    /// A list field's lines as one value (RFC 9110 5.3: `Cache-Control: max-age=60` and
+    /// `Cache-Control: private` are `max-age=60, private`); nil when there is none.
+    public func headerList(_ name: String) -> String? {
+        HTTPList.joined(headers, name)
+    }
 }

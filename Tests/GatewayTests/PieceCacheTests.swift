@@ -259,7 +259,7 @@ final class PieceCacheTests {
     /// the origin is not asked again for each of them.
     @Test(arguments: [
         "size=300000", "size=100000&nolength=1", "size=1000&coding=gzip", "size=1000&cc=max-age=60,%20Private",
-        "size=1000&cc=no-store",
+        "size=1000&cc=no-store", "size=1000&cc=max-age=60&cc2=private",
     ])
     func anObjectTheSwarmCannotTakeSendsItsPlayersToTheOrigin(query: String) async throws {
         let (g, port) = try await gateway(["--max-object-size", "200000"])
@@ -312,6 +312,16 @@ final class PieceCacheTests {
             status = try await HTTP.get(proxied(port, path)).status
         }
         #expect(status == 200, "served once the origin has it")
+    }
+
+    /// A playlist's Cache-Control sent as several lines is passed on as all of them (one line,
+    /// RFC 9110 5.3): only the last was, and a `private` before it was lost to the caches in
+    /// front of the gateway.
+    @Test func aPlaylistsCacheControlLinesAreAllPassedOn() async throws {
+        let (g, port) = try await gateway()
+        defer { g.stop() }
+        let r = try await HTTP.get(proxied(port, "/vod/cc.m3u8?segments=2&cc=private&cc2=max-age=60"))
+        #expect(r.status == 200 && r.headers["cache-control"] == "private, max-age=60", "\(r.headers)")
     }
 
     /// Cache-Control that lets shared caches keep an object (public, a max-age, `private`

@@ -17,7 +17,8 @@ Endpoints:
                      ?throttle=B: at most B body bytes per second. ?nolength=1: no
                      Content-Length, the body ends when the connection closes. ?coding=C: a
                      Content-Encoding: C header (the bytes are the same). ?cc=V: a
-                     Cache-Control: V header. ?noranges=1:
+                     Cache-Control: V header, ?cc2=W a second Cache-Control line (playlists
+                     too). ?noranges=1:
                      Range is ignored (200, the whole object).
                      ?resetafter=N[&resets=K]: the first K (default 1) responses for NAME whose
                      body spans offset N send the bytes before N, then a TCP RST.
@@ -197,9 +198,15 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         for name, value in headers:
             self.send_header(name, value)
+        self.cache_control()
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
+
+    def cache_control(self):
+        for key in ("cc", "cc2"):
+            if self.query.get(key):
+                self.send_header("Cache-Control", self.query[key])
 
     def serve_vod(self, name):
         n = int(self.query.get("segments", "10"))
@@ -341,8 +348,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Last-Modified", modified)
         if q.get("coding"):
             self.send_header("Content-Encoding", q["coding"])
-        if q.get("cc"):
-            self.send_header("Cache-Control", q["cc"])
+        self.cache_control()
         self.end_headers()
         if head:
             return

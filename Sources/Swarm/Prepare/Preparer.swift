@@ -102,7 +102,7 @@ struct Preparer: Sendable {
             // A shared cache keeps no answer its origin marks for one client only (RFC 9111
             // 3, 5.2.2.5, 5.2.2.7): a per-viewer segment (a forensic watermark) would be
             // served to every viewer of the swarm.
-            if (200..<300).contains(response.status), let directive = Self.unshareable(response.header("Cache-Control")) {
+            if (200..<300).contains(response.status), let directive = Self.unshareable(response.headerList("Cache-Control")) {
                 onHead(.uncacheable("origin marked the object Cache-Control: \(directive)"))
                 throw Failure(head: .uncacheable("origin marked \(job.url) Cache-Control: \(directive)"))
             }
