@@ -168,6 +168,11 @@ struct MalformedRequestTests {
             #expect(same, "\(body.count) bytes of \(want.count)")
             #expect(closed != nil, "the body's end is the connection's")
         }
+        // Cut short by the origin (a reset after 1 MB): the connection is reset, not closed,
+        // so that the client cannot take the part for the whole.
+        let cut = "GET /hls.vod.p2p.com/127.0.0.1:\(originPort)/obj/cut.key?size=3000000&nolength=1&resetafter=1000000&xkey=1 HTTP/1.0\r\n\r\n"
+        let (part, reset) = try Self.readUntilEnd(port: port, send: cut)
+        #expect(part < 3_000_000 && reset, "\(part) bytes, then \(reset ? "a reset" : "a clean close")")
         // An HTTP/1.1 client's comes chunked, on a connection kept.
         let (chunked, open) = try await RawConnection.exchange(
             port: port, send: Array("GET /hls.vod.p2p.com/127.0.0.1:\(originPort)\(key)&xkey=1 HTTP/1.1\r\nHost: x\r\n\r\n".utf8), within: .seconds(3))
@@ -182,6 +187,28 @@ struct MalformedRequestTests {
         let heads = answers.components(separatedBy: "http/1.1 ")
         #expect(heads.count == 3 && heads[1].hasPrefix("200 ") && !heads[1].contains("content-length") && heads[2].hasPrefix("200 ")
             && answers.hasSuffix("}"), "\(answers)")
+    }
+
+    /// Sends `send` on a new connection and reads until it ends: how many bytes came, and
+    /// whether it ended with a reset rather than a close.
+    static func readUntilEnd(port: Int, send text: String) throws -> (bytes: Int, reset: Bool) {
+        let fd = try HTTP.connectLoopback(port: port)
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 20, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        _ = Array(text.utf8).withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count) }
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        var total = 0
+        while true {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n > 0 {
+                total += n
+                continue
+            }
+            if n == 0 { return (total, false) }
+            if errno == ECONNRESET { return (total, true) }
+            throw TestFailure("recv failed: errno \(errno) after \(total) bytes")
+        }
     }
 
     /// A request that says `Expect: 100-continue` is told to go on before it sends its body

@@ -1,5 +1,6 @@
 import HTTPTypes
 import HummingbirdCore
+import Glibc
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -22,7 +23,9 @@ import Origin
 /// - an HTTP/1.0 request's answer is an HTTP/1.0 one (6.1): one without a length (a body
 ///   streamed from the origin) is delimited by closing the connection, never chunked, which
 ///   an HTTP/1.0 client cannot read (the codec writes every head as HTTP/1.1); one with a
-///   length says `Connection: keep-alive` when the request asked to keep its connection.
+///   length says `Connection: keep-alive` when the request asked to keep its connection. Such
+///   a body cut short (its origin broke off) ends with a reset, not a close that would read
+///   as its end.
 /// On an upgradable server, a request that asks for an upgrade takes this handler off its
 /// connection.
 final class HTTP1Rules: ChannelDuplexHandler, RemovableChannelHandler {
@@ -109,6 +112,21 @@ final class HTTP1Rules: ChannelDuplexHandler, RemovableChannelHandler {
         default: break
         }
         context.write(data, promise: promise)
+    }
+
+    func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        if closeAfterAnswer {
+            // The answer's body ends with the connection and has not ended: closed now, its
+            // client would take what came for the whole. A reset says it was cut short.
+            closeAfterAnswer = false
+            if let socket = context.channel as? any SocketOptionProvider {
+                socket.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { [channel = context.channel] _ in
+                    channel.close(mode: .all, promise: promise)
+                }
+                return
+            }
+        }
+        context.close(mode: mode, promise: promise)
     }
 }
 
