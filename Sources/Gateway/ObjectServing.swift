@@ -256,6 +256,7 @@ extension GatewayResponder {
     /// store (SHA-256-checked) and kept in memory. Never goes to the origin.
     func heldPiece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums) -> ByteBuffer? {
         let digest = checksums.digests[index]
+        defer { node.served(key, index, checksums: checksums) }
         if let hot = hotPieces.get(key, index, digest: digest) { return hot }
         let size = checksums.layout.size(of: index)
         var buffer = ByteBufferAllocator().buffer(capacity: size)

@@ -691,6 +691,13 @@ public final class SwarmNode: Sendable {
     /// player waits for.
     static let wholeReadLimit: Int64 = 64 << 20
     static let wholeReadAhead = 16 << 20
+    static let wholeReadPause: Duration = .seconds(60)
+
+    /// A player read piece `index` of `key` from the store: a body being read whole for it
+    /// goes on ahead of the player.
+    public func served(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums) {
+        wholeReads.withLock { $0.isEmpty ? nil : $0[Self.wholeReadKey(key, checksums)] }?.want(index)
+    }
 
     /// The key of an object's whole-body read: the object and the copy its pieces are checked
     /// against.
@@ -778,7 +785,12 @@ public final class SwarmNode: Sendable {
         var ended: OriginError?
         read.start(wholeObject: wholeObject, ahead: Self.wholeReadAhead / max(1, layout.pieceSize))
         reading: do {
-            while index < layout.count, read.reads(index) {
+            while index < layout.count {
+                // No player near this piece yet: the body waits (its transfer paused) for
+                // one to come closer, a minute at most (a slow player's store hits move it on).
+                if !read.reads(index) {
+                    guard await read.demand(index, within: Self.wholeReadPause) else { break reading }
+                }
                 guard let chunk = try await chunks.next() else {
                     outcome = .failed(originDiffers(key, index, checksums, url: url, "the origin's copy of \(key) is shorter than the prepared one"))
                     break reading

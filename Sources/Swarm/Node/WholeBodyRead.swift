@@ -31,6 +31,10 @@ final class WholeBodyRead: Sendable {
         var started = false
         var wholeObject = false
         var ahead = 0
+        /// The reader, waiting for a fetch to want the piece it is at (`demand`), and which
+        /// wait that is.
+        var reader: (index: Int, wait: Int, continuation: CheckedContinuation<Bool, Never>)?
+        var waits = 0
         /// How the read ended, once it has.
         var end: Outcome?
         var error: OriginError?
@@ -51,10 +55,48 @@ final class WholeBodyRead: Sendable {
                 if index < s.next { return .missed }
                 if let end = s.end { return end }
                 s.waiting[index, default: []].append(c)
-                s.highestWanted = max(s.highestWanted, index)
                 return nil
             }
-            if let now { c.resume(returning: now) }
+            if let now { c.resume(returning: now) } else { want(index) }
+        }
+    }
+
+    /// A player reached piece `index` (it waits for it, or read it from the store): the read
+    /// goes on to `ahead` pieces past it.
+    func want(_ index: Int) {
+        let reader = state.withLock { s -> CheckedContinuation<Bool, Never>? in
+            s.highestWanted = max(s.highestWanted, index)
+            guard let r = s.reader, r.index - s.ahead <= s.highestWanted else { return nil }
+            s.reader = nil
+            return r.continuation
+        }
+        reader?.resume(returning: true)
+    }
+
+    /// Waits, the body paused, until a player comes within `ahead` pieces of piece `index`;
+    /// false when none did within `limit`.
+    func demand(_ index: Int, within limit: Duration) async -> Bool {
+        let wait = state.withLock { s -> Int in
+            s.waits += 1
+            return s.waits
+        }
+        let timer = Task {
+            try? await Task.sleep(for: limit)
+            let reader = self.state.withLock { s -> CheckedContinuation<Bool, Never>? in
+                guard let r = s.reader, r.wait == wait else { return nil }
+                s.reader = nil
+                return r.continuation
+            }
+            reader?.resume(returning: false)
+        }
+        defer { timer.cancel() }
+        return await withCheckedContinuation { c in
+            let now = state.withLock { s -> Bool in
+                if s.wholeObject || index - s.ahead <= s.highestWanted { return true }
+                s.reader = (index, wait, c)
+                return false
+            }
+            if now { c.resume(returning: true) }
         }
     }
 
