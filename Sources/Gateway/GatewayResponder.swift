@@ -103,7 +103,8 @@ public final class GatewayResponder: HTTPResponder {
                 throw GatewayFailure(.uriTooLong, "request line longer than 8 KiB")
             }
             if let refusal = request.headers[HTTP1Rules.refusalField] {
-                throw GatewayFailure(.badRequest, refusal)
+                let code = Int(refusal.prefix(3)) ?? 400
+                throw GatewayFailure(HTTPResponse.Status(code: code), String(refusal.dropFirst(4)))
             }
             let path = target.prefix { $0 != "?" }
             if let via = request.headers[.via], let refused = Self.refusal(via: via, proxyPath: Self.isProxyPath(path)) {

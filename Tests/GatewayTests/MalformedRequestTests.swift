@@ -141,6 +141,16 @@ struct MalformedRequestTests {
             #expect(statuses(text) == ["200", "400", "400", "200"] && closed != nil, "\(kind): \(text)")
             #expect(text.contains("needs a Host header") && text.contains("more than one Host header"), "\(kind): \(text)")
 
+            // Transfer codings: HTTP/1.0 with one is answered and closed, whatever it asked
+            // (6.1); one other than chunked alone is 501, and closed.
+            let te10 = "POST /prepare HTTP/1.0\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n0\r\n\r\nGET /health HTTP/1.0\r\n\r\n"
+            let (answered10, closed10) = try await RawConnection.exchange(port: p, send: Array(te10.utf8), within: .seconds(10))
+            #expect(statuses(String(decoding: answered10, as: UTF8.self)).count == 1 && closed10 != nil, "\(kind): \(String(decoding: answered10, as: UTF8.self))")
+            let gzip = "POST /prepare HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n"
+            let (answeredGzip, closedGzip) = try await RawConnection.exchange(port: p, send: Array(gzip.utf8), within: .seconds(10))
+            let gzipText = String(decoding: answeredGzip, as: UTF8.self)
+            #expect(statuses(gzipText) == ["501"] && closedGzip != nil, "\(kind): \(gzipText)")
+
             let stat = try await HTTP.get("http://127.0.0.1:\(p)/stat?xresid=../../x")
             #expect(stat.status == 400 && String(decoding: stat.body, as: UTF8.self).contains("xresid"), "\(kind): \(stat.status)")
         }

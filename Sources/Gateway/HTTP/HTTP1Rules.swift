@@ -14,7 +14,9 @@ import Origin
 ///   watched `Connection: close`, so an HTTP/1.0 client waited out the idle timeout for the
 ///   end of every body it had no length for, and every connection was held 60 s;
 /// - an HTTP/1.1 request without a `Host`, or any request with more than one, is marked for
-///   the responder to answer 400 (3.2). The mark is a header of this gateway's own, taken off
+///   the responder to answer 400 (3.2); one in a transfer coding other than `chunked` alone,
+///   501 (6.1), and its connection closed after; an HTTP/1.0 request with a
+///   `Transfer-Encoding` has its connection closed after it (6.1: its framing is faulty). The mark is a header of this gateway's own, taken off
 ///   any request that arrives with it, so that the answer keeps its place among pipelined
 ///   requests.
 /// - a request that says `Expect: 100-continue` is told to send its body at once (RFC 9110
@@ -40,7 +42,8 @@ final class HTTP1Rules: ChannelDuplexHandler, RemovableChannelHandler {
     /// The answer being written ends with the connection (an HTTP/1.0 body without a length).
     private var closeAfterAnswer = false
 
-    /// The header that marks a request the responder must refuse, with the reason.
+    /// The header that marks a request the responder must refuse, with the status and the
+    /// reason (`400 more than one Host header`).
     static let refusalMark = "x-swarmgate-refuse"
     static let refusalField = HTTPField.Name(refusalMark)!
 
@@ -59,7 +62,14 @@ final class HTTP1Rules: ChannelDuplexHandler, RemovableChannelHandler {
         head.headers.remove(name: Self.refusalMark)
         let hosts = head.headers["host"].count  // lines, not values: an empty Host is one
         if hosts > 1 || (hosts == 0 && head.version != .http1_0) {
-            head.headers.add(name: Self.refusalMark, value: hosts == 0 ? "an HTTP/1.1 request needs a Host header" : "more than one Host header")
+            head.headers.add(name: Self.refusalMark, value: hosts == 0 ? "400 an HTTP/1.1 request needs a Host header" : "400 more than one Host header")
+        }
+        let codings = head.headers["transfer-encoding"].flatMap { HTTPList.members($0) }.map { $0.lowercased() }
+        if !codings.isEmpty {
+            if codings != ["chunked"] && !head.headers.contains(name: Self.refusalMark) {
+                head.headers.add(name: Self.refusalMark, value: "501 transfer coding \(codings.joined(separator: ", ")) is not supported")
+            }
+            if codings != ["chunked"] || head.version == .http1_0 { head.headers.replaceOrAdd(name: "connection", value: "close") }
         }
         if !head.isKeepAlive {
             head.headers.replaceOrAdd(name: "connection", value: "close")
