@@ -103,7 +103,9 @@ public final class GatewayResponder: HTTPResponder {
                 throw GatewayFailure(.uriTooLong, "request line longer than 8 KiB")
             }
             if let refusal = request.headers[HTTP1Rules.refusalField] {
-                let code = Int(refusal.prefix(3)) ?? 400
+                // The mark is this gateway's own (a client's is taken off); a code that is not
+                // an error's is read as 400 all the same.
+                let code = Int(refusal.prefix(3)).flatMap { (400...599).contains($0) ? $0 : nil } ?? 400
                 throw GatewayFailure(HTTPResponse.Status(code: code), String(refusal.dropFirst(4)))
             }
             let path = target.prefix { $0 != "?" }

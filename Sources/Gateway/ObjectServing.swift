@@ -166,6 +166,7 @@ extension GatewayResponder {
                         fetchAhead(after: index)
                         (buffer, source) = try await pending.value
                     } else if let held = self.heldPiece(key, index, checksums: checksums) {
+                        self.node.served(key, index, checksums: checksums)
                         buffer = held
                         source = self.prefetchedSource(key, index)
                     } else {
@@ -256,7 +257,6 @@ extension GatewayResponder {
     /// store (SHA-256-checked) and kept in memory. Never goes to the origin.
     func heldPiece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums) -> ByteBuffer? {
         let digest = checksums.digests[index]
-        defer { node.served(key, index, checksums: checksums) }
         if let hot = hotPieces.get(key, index, digest: digest) { return hot }
         let size = checksums.layout.size(of: index)
         var buffer = ByteBufferAllocator().buffer(capacity: size)
@@ -302,7 +302,11 @@ extension GatewayResponder {
 
     /// One verified piece and where it came from: held by this node, else from peers or the origin.
     func piece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, deadline: Duration) async throws(SwarmNode.PieceFailure) -> (ByteBuffer, TrafficStats.Source) {
-        if let held = heldPiece(key, index, checksums: checksums) { return (held, prefetchedSource(key, index)) }
+        if let held = heldPiece(key, index, checksums: checksums) {
+            // A player's read of a held piece moves a whole-body read of the object on.
+            node.served(key, index, checksums: checksums)
+            return (held, prefetchedSource(key, index))
+        }
         let got = try await node.obtain(key, index, checksums: checksums, url: url, deadline: deadline)
         let buffer = ByteBuffer(bytes: got.bytes)
         hotPieces.put(key, index, digest: checksums.digests[index], buffer)

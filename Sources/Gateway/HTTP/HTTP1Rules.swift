@@ -41,6 +41,9 @@ final class HTTP1Rules: ChannelDuplexHandler, RemovableChannelHandler {
     private var requests: [(http10: Bool, keepAlive: Bool, head: Bool)] = []
     /// The answer being written ends with the connection (an HTTP/1.0 body without a length).
     private var closeAfterAnswer = false
+    /// Such an answer ended: the connection's output is done, and what a later request's
+    /// answer writes is dropped (appended, it would read as that body's end).
+    private var outputDone = false
 
     /// The header that marks a request the responder must refuse, with the status and the
     /// reason (`400 more than one Host header`).
@@ -85,12 +88,16 @@ final class HTTP1Rules: ChannelDuplexHandler, RemovableChannelHandler {
         // A request that may be upgraded (the tracker's WebSocket) leaves the HTTP decoder
         // behind it: what follows is frames, not request parts, and reading them as parts
         // would stop the process. The connection goes on without these rules.
-        if upgradable && head.headers.contains(name: "upgrade") {
+        if upgradable && head.headers["upgrade"].contains(where: { $0.lowercased().contains("websocket") }) {
             context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
         }
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        guard !outputDone else {
+            promise?.fail(ChannelError.outputClosed)
+            return
+        }
         switch Self.unwrapOutboundIn(data) {
         case .head(var head) where head.status.code >= 200:
             guard let request = requests.first, request.http10 else { break }
@@ -109,6 +116,7 @@ final class HTTP1Rules: ChannelDuplexHandler, RemovableChannelHandler {
             if !requests.isEmpty { requests.removeFirst() }
             if closeAfterAnswer {
                 closeAfterAnswer = false
+                outputDone = true
                 let written = promise ?? context.eventLoop.makePromise()
                 context.write(data, promise: written)
                 // The body's end is the connection's: its output is shut once the body is

@@ -49,10 +49,13 @@ public final class SwarmNode: Sendable {
     /// (its whole body read for another piece: `WholeBodyRead`), whose bytes count as the CDN's.
     private let prefetched = Mutex<[String: AheadSource]>([:])
     private let prefetchedCount = Atomic<Int>(0)
-    /// Origin bodies being read whole for their pieces, by object and copy (`wholeReadKey`);
+    /// Origin bodies being read whole for their pieces, by object id, with the copy they are
+    /// checked against;
     /// also the first piece request to an origin seen to ignore ranges, which the object's
     /// other piece fetches wait for.
-    private let wholeReads = Mutex<[String: WholeBodyRead]>([:])
+    private let wholeReads = Mutex<[String: (read: WholeBodyRead, checksums: PieceChecksums)]>([:])
+    /// Whole-body reads waiting for their players now (`maxPausedReads`).
+    private let pausedReads = Atomic<Int>(0)
     /// Origins (scheme and authority) that answered a piece's range with the whole body, and
     /// not with a 206 since: an object's first piece request to one goes alone. Others are
     /// asked for pieces at once (an origin that honors ranges pays no wait).
@@ -381,7 +384,7 @@ public final class SwarmNode: Sendable {
             // The origin's whole body is being read for another piece, and reaches this one
             // soon: it comes with it (a probe, or a read far short of it, leaves the peers
             // asked first).
-            if let read = self.wholeReads.withLock({ $0[Self.wholeReadKey(key, checksums)] }), read.reaches(index),
+            if let read = self.runningRead(key, checksums), read.reaches(index),
                 let got = await self.fromWholeRead(read, key, index, checksums: checksums)
             {
                 return got
@@ -604,7 +607,7 @@ public final class SwarmNode: Sendable {
         // The waiters on a probe that fails: the origin's copy differs for them too; else
         // (a 206, a transfer error, another status) they ask for their own pieces.
         func endProbe(_ outcome: WholeBodyRead.Outcome) {
-            if let probe { endWholeRead(probe, Self.wholeReadKey(key, checksums), outcome) }
+            if let probe { endWholeRead(probe, key, outcome) }
         }
         let response: OriginResponse
         do {
@@ -691,18 +694,24 @@ public final class SwarmNode: Sendable {
     /// player waits for.
     static let wholeReadLimit: Int64 = 64 << 20
     static let wholeReadAhead = 16 << 20
-    static let wholeReadPause: Duration = .seconds(60)
+    /// How long a read waits for its players before it ends: under the time origins give a
+    /// client that reads nothing (nginx's `send_timeout` is 60 s), so that they do not cut it.
+    static let wholeReadPause: Duration = .seconds(20)
+    /// Reads waiting at once, at most: each holds one of its host's connections (8), which
+    /// players' playlists and pieces need; past it, a read that would wait ends.
+    static let maxPausedReads = 2
 
-    /// A player read piece `index` of `key` from the store: a body being read whole for it
-    /// goes on ahead of the player.
+    /// A player read piece `index` of `key` from the store (not a peer: another node's asks
+    /// say nothing of this node's players): a body being read whole for it goes on ahead of
+    /// the player.
     public func served(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums) {
-        wholeReads.withLock { $0.isEmpty ? nil : $0[Self.wholeReadKey(key, checksums)] }?.want(index)
+        runningRead(key, checksums)?.want(index)
     }
 
-    /// The key of an object's whole-body read: the object and the copy its pieces are checked
-    /// against.
-    static func wholeReadKey(_ key: ObjectKey, _ checksums: PieceChecksums) -> String {
-        key.id + "#" + checksums.fingerprint
+    /// The whole-body read of `key` under way for copy `checksums`, if one is (the copies are
+    /// compared by their digests: one array, one buffer, as a rule — no hash per call).
+    private func runningRead(_ key: ObjectKey, _ checksums: PieceChecksums) -> WholeBodyRead? {
+        wholeReads.withLock { reads in reads[key.id].flatMap { $0.checksums == checksums ? $0.read : nil } }
     }
 
     /// The scheme and authority of `url` (`http://host:port`).
@@ -715,18 +724,18 @@ public final class SwarmNode: Sendable {
     /// The whole-body read of `key`'s copy under way, else a new one for piece `index`
     /// (`mine`: the caller's to start, or to end).
     private func wholeRead(_ key: ObjectKey, _ index: Int, _ checksums: PieceChecksums) -> (read: WholeBodyRead, mine: Bool) {
-        let readKey = Self.wholeReadKey(key, checksums)
-        return wholeReads.withLock { reads in
-            if let running = reads[readKey] { return (running, false) }
+        wholeReads.withLock { reads in
+            if let running = reads[key.id], running.checksums == checksums { return (running.read, false) }
+            // Another copy's read, if any, goes on for its own fetches; this copy's takes its place.
             let read = WholeBodyRead(for: index)
-            reads[readKey] = read
+            reads[key.id] = (read, checksums)
             return (read, true)
         }
     }
 
     /// Ends `read` with `outcome` for the fetches waiting on it, and forgets it.
-    private func endWholeRead(_ read: WholeBodyRead, _ readKey: String, _ outcome: WholeBodyRead.Outcome, error: OriginError? = nil) {
-        _ = wholeReads.withLock { reads in reads[readKey] === read ? reads.removeValue(forKey: readKey) : nil }
+    private func endWholeRead(_ read: WholeBodyRead, _ key: ObjectKey, _ outcome: WholeBodyRead.Outcome, error: OriginError? = nil) {
+        _ = wholeReads.withLock { reads in reads[key.id]?.read === read ? reads.removeValue(forKey: key.id) : nil }
         read.finish(outcome, error: error)
     }
 
@@ -736,11 +745,10 @@ public final class SwarmNode: Sendable {
     /// `probe`: the read this fetch began before asking; else a body already being read for
     /// the object is joined (this one is dropped).
     private func wholeBody(_ response: OriginResponse, _ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, again: Bool, probe: WholeBodyRead?) async throws(PieceFailure) -> ObtainedPiece {
-        let readKey = Self.wholeReadKey(key, checksums)
         let (read, mine) = probe.map { ($0, true) } ?? wholeRead(key, index, checksums)
         if mine {
             logger.info("the origin sent the whole object for a piece's range; reading it once for every piece", metadata: ["object": "\(key)", "piece": "\(index)"])
-            Task { await self.readWhole(read, readKey, response.body, key, checksums: checksums, url: url) }
+            Task { await self.readWhole(read, response.body, key, checksums: checksums, url: url) }
         }
         if let got = await fromWholeRead(read, key, index, checksums: checksums) { return try got.get() }
         guard mine else {
@@ -774,7 +782,7 @@ public final class SwarmNode: Sendable {
     /// and handed to the fetches waiting for it (or noted as the origin's, ahead of players).
     /// A piece that fails its check, a body shorter or longer than the prepared copy: the
     /// origin's copy differs (`originDiffers`, once for the read).
-    private func readWhole(_ read: WholeBodyRead, _ readKey: String, _ body: OriginBody, _ key: ObjectKey, checksums: PieceChecksums, url: String) async {
+    private func readWhole(_ read: WholeBodyRead, _ body: OriginBody, _ key: ObjectKey, checksums: PieceChecksums, url: String) async {
         let layout = checksums.layout
         let wholeObject = layout.length <= Self.wholeReadLimit
         var chunks = body.makeAsyncIterator()
@@ -787,9 +795,15 @@ public final class SwarmNode: Sendable {
         reading: do {
             while index < layout.count {
                 // No player near this piece yet: the body waits (its transfer paused) for
-                // one to come closer, a minute at most (a slow player's store hits move it on).
+                // one to come closer, for a while (a slow player's store hits move it on).
                 if !read.reads(index) {
-                    guard await read.demand(index, within: Self.wholeReadPause) else { break reading }
+                    guard pausedReads.add(1, ordering: .relaxed).newValue <= Self.maxPausedReads else {
+                        pausedReads.subtract(1, ordering: .relaxed)
+                        break reading
+                    }
+                    let wanted = await read.demand(index, within: Self.wholeReadPause)
+                    pausedReads.subtract(1, ordering: .relaxed)
+                    guard wanted else { break reading }
                 }
                 guard let chunk = try await chunks.next() else {
                     outcome = .failed(originDiffers(key, index, checksums, url: url, "the origin's copy of \(key) is shorter than the prepared one"))
@@ -828,7 +842,7 @@ public final class SwarmNode: Sendable {
         } catch {
             ended = error
         }
-        endWholeRead(read, readKey, outcome, error: ended)
+        endWholeRead(read, key, outcome, error: ended)
     }
 
     /// The origin sent other bytes for piece `index` of `key` from `url`, a player's URL: its
