@@ -151,6 +151,14 @@ struct MalformedRequestTests {
             let gzipText = String(decoding: answeredGzip, as: UTF8.self)
             #expect(statuses(gzipText) == ["501"] && closedGzip != nil, "\(kind): \(gzipText)")
 
+            // An upgrade to HTTP/2 (curl --http2) is ignored: answered as HTTP/1.1, where the
+            // server with a tracker gave an empty reply, and closed (the decoder reads nothing
+            // after an upgrade request: the client's next request hung).
+            let h2c = "GET /health HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n"
+                + "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            let (h2cAnswers, h2cClosed) = try await RawConnection.exchange(port: p, send: Array(h2c.utf8), within: .seconds(10))
+            #expect(statuses(String(decoding: h2cAnswers, as: UTF8.self)) == ["200"] && h2cClosed != nil, "\(kind): \(String(decoding: h2cAnswers, as: UTF8.self))")
+
             let stat = try await HTTP.get("http://127.0.0.1:\(p)/stat?xresid=../../x")
             #expect(stat.status == 400 && String(decoding: stat.body, as: UTF8.self).contains("xresid"), "\(kind): \(stat.status)")
         }

@@ -28,8 +28,12 @@ import Origin
 ///   length says `Connection: keep-alive` when the request asked to keep its connection. Such
 ///   a body cut short (its origin broke off) ends with a reset, not a close that would read
 ///   as its end.
-/// On an upgradable server, a request that asks for an upgrade takes this handler off its
-/// connection.
+/// - an upgrade to anything but a WebSocket (`h2c`: curl `--http2`, Java's HttpClient on
+///   `http://` URLs) is ignored (RFC 9110 7.8): the request is answered as it is, where the
+///   upgradable server gave it an empty reply, and its connection closed after (the decoder
+///   reads nothing more on a connection that asked for an upgrade: a request after it hung).
+/// On an upgradable server, a request that asks for a WebSocket upgrade takes this handler off
+/// its connection.
 final class HTTP1Rules: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -63,6 +67,12 @@ final class HTTP1Rules: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         head.headers.remove(name: Self.refusalMark)
+        if head.headers.contains(name: "upgrade") && !Self.asksForWebSocket(head) {
+            head.headers.remove(name: "upgrade")
+            let kept = head.headers["connection"].flatMap { HTTPList.members($0) }.filter { $0.lowercased() != "upgrade" }
+            head.headers.remove(name: "connection")
+            head.headers.add(name: "connection", value: (kept.map(String.init) + ["close"]).joined(separator: ", "))
+        }
         let hosts = head.headers["host"].count  // lines, not values: an empty Host is one
         if hosts > 1 || (hosts == 0 && head.version != .http1_0) {
             head.headers.add(name: Self.refusalMark, value: hosts == 0 ? "400 an HTTP/1.1 request needs a Host header" : "400 more than one Host header")
@@ -88,9 +98,13 @@ final class HTTP1Rules: ChannelDuplexHandler, RemovableChannelHandler {
         // A request that may be upgraded (the tracker's WebSocket) leaves the HTTP decoder
         // behind it: what follows is frames, not request parts, and reading them as parts
         // would stop the process. The connection goes on without these rules.
-        if upgradable && head.headers["upgrade"].contains(where: { $0.lowercased().contains("websocket") }) {
+        if upgradable && Self.asksForWebSocket(head) {
             context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
         }
+    }
+
+    static func asksForWebSocket(_ head: HTTPRequestHead) -> Bool {
+        head.headers["upgrade"].contains { $0.lowercased().contains("websocket") }
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
