@@ -515,7 +515,10 @@ final class SwarmTransferTests {
             let requests = seen["requests"] as? Int ?? 0
             #expect(n == 0 ? (3...6).contains(requests) : requests == 3, "\(name): \(seen)")
             let stat = try JSONSerialization.jsonObject(with: try await HTTP.get("http://127.0.0.1:\(portC)/stat?xresid=\(xresid)").body) as? [String: Any] ?? [:]
-            #expect(stat["cdnBytes"] as? Int == 400_000 && stat["cacheBytes"] as? Int == 0, "\(name): \(stat)")
+            // Every byte C sent counted, as the CDN's once the origin is known to ignore ranges
+            // (the first object's racing fetches can leave a piece counted as the cache's).
+            let cdn = stat["cdnBytes"] as? Int ?? 0, cache = stat["cacheBytes"] as? Int ?? 0
+            #expect(n == 0 ? cdn + cache == 400_000 && cdn >= 400_000 - 65_536 : cdn == 400_000 && cache == 0, "\(name): \(stat)")
             // Kept: the next player's copy comes from C's pieces.
             let again = try await HTTP.get(url)
             let sameAgain = again.body == want
