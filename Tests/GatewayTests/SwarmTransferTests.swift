@@ -37,6 +37,11 @@ final class SwarmTransferTests {
         return (g, port)
     }
 
+    /// A node whose peers are never in time: every piece it lacks comes from the origin.
+    func nodeWithoutPeers(trackerPort: Int, originPort: Int) async throws -> (LiveProcess, Int) {
+        try await node(trackerPort: trackerPort, originPort: originPort, ["--peer-deadline", "0"])
+    }
+
     static func playlist(_ name: String, originPort: Int, segments: Int) -> String {
         "/hls.vod.p2p.com/127.0.0.1:\(originPort)/vod/\(name).m3u8?segments=\(segments)&size=200000"
     }
@@ -494,8 +499,7 @@ final class SwarmTransferTests {
         let swarm = try await oneNode()
         defer { swarm.stop() }
         let originPort = swarm.originPort
-        // C's peers are never in time: every piece it lacks comes from the origin.
-        let (c, portC) = try await node(trackerPort: swarm.trackerPort, originPort: originPort, ["--peer-deadline", "0"])
+        let (c, portC) = try await nodeWithoutPeers(trackerPort: swarm.trackerPort, originPort: originPort)
         defer { c.stop() }
         func asked(_ name: String) async throws -> [String: Any] {
             let r = try await HTTP.get("http://127.0.0.1:\(originPort)/__stats?name=\(name)")
@@ -537,7 +541,7 @@ final class SwarmTransferTests {
         let swarm = try await oneNode()
         defer { swarm.stop() }
         let originPort = swarm.originPort
-        let (c, portC) = try await node(trackerPort: swarm.trackerPort, originPort: originPort, ["--peer-deadline", "0"])
+        let (c, portC) = try await nodeWithoutPeers(trackerPort: swarm.trackerPort, originPort: originPort)
         defer { c.stop() }
         let name = "wholeonly-large.mp4"
         let size = 100_000_000
@@ -581,8 +585,7 @@ final class SwarmTransferTests {
         let swarm = try await twoNodes()
         defer { swarm.stop() }
         let (originPort, portA, portB) = (swarm.originPort, swarm.portA, swarm.portB)
-        // C's peers are never in time: every piece it lacks comes from the origin.
-        let (c, portC) = try await node(trackerPort: swarm.trackerPort, originPort: originPort, ["--peer-deadline", "0"])
+        let (c, portC) = try await nodeWithoutPeers(trackerPort: swarm.trackerPort, originPort: originPort)
         defer { c.stop() }
         let name = "renewed-swarm"
         let list = Self.playlist(name, originPort: originPort, segments: 3)

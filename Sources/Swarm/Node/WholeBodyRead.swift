@@ -38,6 +38,10 @@ final class WholeBodyRead: Sendable {
         /// How the read ended, once it has.
         var end: Outcome?
         var error: OriginError?
+
+        /// Whether the read goes as far as piece `index` now: to its end (`wholeObject`), or
+        /// `ahead` pieces past the furthest one a player reached.
+        func covers(_ index: Int) -> Bool { wholeObject || index - ahead <= highestWanted }
     }
 
     private let state: Mutex<State>
@@ -66,7 +70,7 @@ final class WholeBodyRead: Sendable {
     func want(_ index: Int) {
         let reader = state.withLock { s -> CheckedContinuation<Bool, Never>? in
             s.highestWanted = max(s.highestWanted, index)
-            guard let r = s.reader, r.index - s.ahead <= s.highestWanted else { return nil }
+            guard let r = s.reader, s.covers(r.index) else { return nil }
             s.reader = nil
             return r.continuation
         }
@@ -92,7 +96,7 @@ final class WholeBodyRead: Sendable {
         defer { timer.cancel() }
         return await withCheckedContinuation { c in
             let now = state.withLock { s -> Bool in
-                if s.wholeObject || index - s.ahead <= s.highestWanted { return true }
+                if s.covers(index) { return true }
                 s.reader = (index, wait, c)
                 return false
             }
@@ -116,14 +120,14 @@ final class WholeBodyRead: Sendable {
 
     /// Whether piece `index` is still to be read.
     func reads(_ index: Int) -> Bool {
-        state.withLock { $0.wholeObject || index - $0.ahead <= $0.highestWanted }
+        state.withLock { $0.covers(index) }
     }
 
     /// Whether the body is being read and will reach piece `index` without reading further
     /// for it (a fetch for a piece far past it asks the peers first).
     func reaches(_ index: Int) -> Bool {
         state.withLock { s in
-            s.started && s.end == nil && index >= s.next && (s.wholeObject || index - s.ahead <= s.highestWanted)
+            s.started && s.end == nil && index >= s.next && s.covers(index)
         }
     }
 
