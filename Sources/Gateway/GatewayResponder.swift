@@ -297,10 +297,15 @@ public final class GatewayResponder: HTTPResponder {
         let manifestHint = proxy.virtualHost == .hls && !proxy.isKey
             && (path.hasSuffix(".m3u8") || path.hasSuffix(".m3u") || path.hasSuffix(".mpd"))
         if !proxy.isKey && !manifestHint
-            && (proxy.virtualHost == .file || Self.hasMediaExtension(path) || node.registry.entry(Self.objectKey(proxy)) != nil)
+            && (proxy.virtualHost == .file || Self.hasMediaExtension(path) || node.registry.entry(Self.objectKey(proxy)) != nil),
+            let served = try await serveObject(
+                proxy, clientRange: clientRange, conditions: Conditions(request.headers), method: request.method,
+                manifestHere: proxy.virtualHost == .hls)
         {
-            return try await serveObject(proxy, clientRange: clientRange, conditions: Conditions(request.headers), method: request.method)
+            return served
         }
+        // Not a media object after all: its origin answered a playlist or an MPD at a media
+        // path, which is fetched below and rewritten (the origin's answer decides, SPEC 1).
         let answer: OriginAnswer
         if let wait = Self.blockingReloadWait(
             proxy, configured: configuration.originIdleTimeout, targetDuration: lowLatencyTargets.seconds(of: Self.playlistName(proxy)))
@@ -336,9 +341,11 @@ public final class GatewayResponder: HTTPResponder {
         if mayBeManifest && ManifestFormat.detect(body: first, contentType: contentType, path: nil) != nil {
             return try await rewriteManifest(remaining, proxy: proxy, head: first)
         }
-        if !proxy.isKey && answer.status == 200 {
+        if !proxy.isKey && answer.status == 200,
+            let served = try await serveObject(proxy, clientRange: clientRange, conditions: Conditions(request.headers), method: request.method)
+        {
             // A media object at a path that did not say so: it goes through the cache too.
-            return try await serveObject(proxy, clientRange: clientRange, conditions: Conditions(request.headers), method: request.method)
+            return served
         }
         return try streamMedia(remaining, proxy: proxy, clientRange: clientRange, head: first, method: request.method)
     }

@@ -33,10 +33,13 @@ extension GatewayResponder {
             headers: [.location: proxy.origin.string])
     }
 
-    /// Serves `proxy` from the piece cache, or 302 while its checksums are not ready.
+    /// Serves `proxy` from the piece cache, or 302 while its checksums are not ready. Nil when
+    /// `manifestHere` and the registry found a playlist or an MPD at its path: the caller
+    /// fetches and rewrites it (what an object is, the origin's answer decides).
     func serveObject(
-        _ proxy: ProxyURL, clientRange: String?, conditions: Conditions = Conditions(), method: HTTPRequest.Method
-    ) async throws(GatewayFailure) -> Response {
+        _ proxy: ProxyURL, clientRange: String?, conditions: Conditions = Conditions(), method: HTTPRequest.Method,
+        manifestHere: Bool = false
+    ) async throws(GatewayFailure) -> Response? {
         let key = Self.objectKey(proxy)
         liveRepresentations.requested(key.id)
         sendReadAheadPart(for: key)
@@ -56,6 +59,7 @@ extension GatewayResponder {
         case .ready(let e, let c):
             (entry, checksums) = (e, c)
         case .notReady(let answer):
+            if manifestHere && answer.manifestFormat != nil { return nil }
             // The registry's first answer from the origin tells whether the player is sent
             // there or told why not.
             switch answer.state {

@@ -3,6 +3,14 @@ public enum ManifestFormat: String, Hashable, Sendable {
     case hls
     case dash
 
+    /// What it is, in a message: "an HLS playlist", "a DASH MPD".
+    public var described: String {
+        switch self {
+        case .hls: "an HLS playlist"
+        case .dash: "a DASH MPD"
+        }
+    }
+
     /// Decides from what the origin answered: the body first (`#EXTM3U`, or an XML document
     /// whose first element is `MPD`), then the content type, then the path's extension as a hint.
     /// Nil: not a manifest (a media object).

@@ -33,8 +33,8 @@ public final class PrepareQueue: Service, Sendable {
         var heldBack: [String: (until: ContinuousClock.Instant, operators: Bool)] = [:]
     }
 
-    /// How long an object the swarm could not take is left to the origin before a player's
-    /// request has it tried again (its copy may have changed).
+    /// How long an object the swarm could not take (or a manifest at a media path) is left to
+    /// the origin before a player's request has it tried again (its copy may have changed).
     static let uncacheableRetry: Duration = .seconds(600)
     /// How long another failure (the origin's 404 or 503, a timeout) stands for players' requests:
     /// a live segment missing at the origin, or an origin struggling, was asked again for each
@@ -484,9 +484,10 @@ public final class PrepareQueue: Service, Sendable {
             // A run that was stopped (preempted, paused, cancelled) failed because it was
             // stopped, not because of the origin: that is no answer to give its waiters.
             if !stopped, case .failure(let f) = outcome {
-                if case .uncacheable = f.head {
+                switch f.head {
+                case .uncacheable, .manifest:
                     s.heldBack[id] = (.now + Self.uncacheableRetry, true)
-                } else {
+                default:
                     s.heldBack[id] = (.now + Self.failureRetry, false)
                 }
                 if s.heads[id] == nil {

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Manifest
 import Origin
 import PieceStore
 
@@ -19,13 +20,17 @@ public enum OriginHead: Sendable, Equatable {
     case uncacheable(String)
     /// Anything else: connection failures.
     case failed(String)
+    /// The origin answered a playlist or an MPD (its content type, or a body that starts
+    /// `#EXTM3U` or `<MPD`) at a path that looked like a media object's: what it is, is
+    /// decided by the origin's answer (SPEC section 1), so the gateway rewrites it.
+    case manifest(ManifestFormat)
 
     /// The origin failed the object (a status, a timeout, a broken connection): an answer
     /// that may not stand for long.
     public var isOriginFailure: Bool {
         switch self {
         case .status, .timeout, .failed: true
-        case .available, .forbidden, .uncacheable: false
+        case .available, .forbidden, .uncacheable, .manifest: false
         }
     }
 }
@@ -55,6 +60,7 @@ struct Preparer: Sendable {
             switch head {
             case .available: "stopped"
             case .status(let s): "origin answered \(s)"
+            case .manifest(let format): "origin answered \(format.described), not a media object"
             case .forbidden(let m), .timeout(let m), .uncacheable(let m), .failed(let m): m
             }
         }
@@ -93,6 +99,9 @@ struct Preparer: Sendable {
                 throw Failure(head: head)
             }
             let validator = Self.validator(response)
+            var body = response.body.makeAsyncIterator()
+            // The body's first chunk, when it was read to tell what the object is.
+            var first: [UInt8] = []
             // Bytes in a content coding (gzip) are not the object's: kept, they would be served
             // without the coding, and no player could decode them.
             if (200..<300).contains(response.status), let coding = Self.contentCoding(response) {
@@ -124,6 +133,19 @@ struct Preparer: Sendable {
                                 metadata: ["object": "\(job.key)"])
                 }
                 job.restart()
+                // A playlist or an MPD is no media object, whatever its path says (before the
+                // length: a live playlist comes without one).
+                do {
+                    first = try await body.next() ?? []
+                } catch {
+                    onHead(.failed("origin failed mid-body: \(error)"))
+                    throw Failure(head: .failed("origin failed mid-body: \(error)"))
+                }
+                if let format = ManifestFormat.detect(body: first, contentType: response.header("Content-Type")) {
+                    onOriginBytes(job.key, first.count)
+                    onHead(.manifest(format))
+                    throw Failure(head: .manifest(format))
+                }
                 guard let length = response.header("Content-Length").flatMap({ Int64($0) }) else {
                     onHead(.uncacheable("origin sent no Content-Length"))
                     throw Failure(head: .uncacheable("origin sent no Content-Length for \(job.url)"))
@@ -141,7 +163,7 @@ struct Preparer: Sendable {
             }
             onHead(.available)
             do {
-                try await hash(response.body, job: &job, progress: progress)
+                try await hash(&body, first: first, job: &job, progress: progress)
             } catch {
                 bodyFailures += 1
                 guard bodyFailures <= Self.bodyRetries, !Task.isCancelled else { throw error }
@@ -159,17 +181,25 @@ struct Preparer: Sendable {
         }
     }
 
-    /// Reads the body from `job.bytesDone` on, hashing and storing each whole piece.
-    private func hash(_ body: OriginBody, job: inout PrepareJob, progress: @Sendable (PrepareJob) -> Void) async throws(Failure) {
+    /// Reads the body from `job.bytesDone` on (`first`: its first chunk, read already),
+    /// hashing and storing each whole piece.
+    private func hash(
+        _ body: inout OriginBody.AsyncIterator, first: [UInt8], job: inout PrepareJob, progress: @Sendable (PrepareJob) -> Void
+    ) async throws(Failure) {
         let length = job.length ?? 0
         let layout = PieceLayout(length: length, pieceSize: job.pieceSize)
         var piece: [UInt8] = []
         piece.reserveCapacity(job.pieceSize)
-        var iterator = body.makeAsyncIterator()
+        var pending: [UInt8]? = first.isEmpty ? nil : first
         while job.bytesDone < length {
             if Task.isCancelled { throw Failure(head: .failed("stopped")) }
             let chunk: [UInt8]?
-            do { chunk = try await iterator.next() } catch { throw Failure(head: .failed("origin failed mid-body: \(error)")) }
+            if let read = pending {
+                chunk = read
+                pending = nil
+            } else {
+                do { chunk = try await body.next() } catch { throw Failure(head: .failed("origin failed mid-body: \(error)")) }
+            }
             guard var rest = chunk?[...] else {
                 throw Failure(head: .failed("origin ended the body at \(job.bytesDone + Int64(piece.count)) of \(length) bytes"))
             }

@@ -1,4 +1,5 @@
 import Foundation
+import Manifest
 import PieceStore
 
 /// One media object as nodes name it to the tracker: its key and the origin URL (with the
@@ -53,6 +54,10 @@ public struct ChecksumAnswer: Codable, Sendable, Equatable {
     public var etag: String?
     public var lastModified: String?
     public var contentType: String?
+    /// The origin answered a playlist or an MPD (`hls`, `dash`) at this media path, with
+    /// state `unavailable` (a node that does not know the field sends its player to the
+    /// origin): the gateway fetches and rewrites it as one.
+    public var manifest: String?
 
     public init(state: State, status: Int? = nil, reason: String? = nil) {
         self.state = state
@@ -81,8 +86,14 @@ public struct ChecksumAnswer: Codable, Sendable, Equatable {
         case .failed(let why)?: self.init(state: .failed, reason: why)
         // Never ready: the player goes to the origin, as while an object is prepared.
         case .uncacheable(let why)?: self.init(state: .unavailable, reason: why)
+        case .manifest(let format)?:
+            self.init(state: .unavailable, reason: "the origin answered \(format.described) here, not a media object")
+            manifest = format.rawValue
         }
     }
+
+    /// What the origin answered at this path instead of a media object, if a manifest.
+    public var manifestFormat: ManifestFormat? { manifest.flatMap(ManifestFormat.init(rawValue:)) }
 
     /// The checksums of a ready answer; nil when not ready or malformed (a bad length, piece
     /// size, digest count or digest).
