@@ -20,6 +20,9 @@ final class ManifestAtMediaPathTests {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         segment = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
         try segment.write(to: dir.appendingPathComponent("seg0.bin"))
+        // A segment its origin labels with a playlist's content type: media all the same.
+        try Data(segment.reversed()).write(to: dir.appendingPathComponent("mislabeled.ts"))
+        try Data("application/vnd.apple.mpegurl\n".utf8).write(to: dir.appendingPathComponent("mislabeled.ts.content-type"))
         let media = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:4\n#EXTINF:4.0,\nseg0.bin\n#EXT-X-ENDLIST\n"
         try Data(media.utf8).write(to: dir.appendingPathComponent("list.ts"))
         let master = "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=800000\nlist.ts\n"
@@ -37,6 +40,9 @@ final class ManifestAtMediaPathTests {
         try Data(mpd.utf8).write(to: dir.appendingPathComponent("manifest.mp4"))
     }
 
+    /// Whether `body` is `expected` (a Bool, so that a failure does not print 300 kB of diff).
+    static func same(_ body: Data, _ expected: Data) -> Bool { body == expected }
+
     /// Plays the disguised streams through the gateway on `port`: every manifest comes back
     /// rewritten (twice: the registry's answer is kept, not only the first), and the
     /// segment the media playlist lists arrives whole through the cache.
@@ -53,7 +59,7 @@ final class ManifestAtMediaPathTests {
             #expect(segmentURL.hasPrefix(prefix + "seg0.bin?token=\(Self.token)&xresid="))
             let served = try await Live.whenReady(segmentURL)
             #expect(served.status == 200)
-            #expect(served.body == segment)
+            #expect(Self.same(served.body, segment))
 
             let master = try await HTTP.get(proxied("master.jpg"))
             #expect(master.status == 200, "\(master.text)")
@@ -66,9 +72,13 @@ final class ManifestAtMediaPathTests {
             #expect(mpd.text.contains(#"media="\#(prefix)chunk-$Number%05d$.m4s?token=\#(Self.token)"#), "\(mpd.text)")
             #expect(mpd.text.contains(#"initialization="\#(prefix)init.mp4?token=\#(Self.token)"#), "\(mpd.text)")
         }
-        // A real media object at a media path is still served from the cache.
+        // A real media object at a media path is still served from the cache, and so is one
+        // labelled as a playlist: its bytes say what it is.
         let direct = try await Live.whenReady(proxied("seg0.bin"))
-        #expect(direct.body == segment)
+        #expect(Self.same(direct.body, segment))
+        let mislabeled = try await Live.whenReady(proxied("mislabeled.ts"))
+        #expect(mislabeled.status == 200)
+        #expect(Self.same(mislabeled.body, Data(segment.reversed())))
     }
 
     @Test func anEmbeddedGatewayRewritesThem() async throws {

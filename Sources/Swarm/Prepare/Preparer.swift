@@ -20,9 +20,9 @@ public enum OriginHead: Sendable, Equatable {
     case uncacheable(String)
     /// Anything else: connection failures.
     case failed(String)
-    /// The origin answered a playlist or an MPD (its content type, or a body that starts
-    /// `#EXTM3U` or `<MPD`) at a path that looked like a media object's: what it is, is
-    /// decided by the origin's answer (SPEC section 1), so the gateway rewrites it.
+    /// The origin answered a playlist or an MPD (a body that starts `#EXTM3U` or `<MPD`) at a
+    /// path that looked like a media object's: what it is, is decided by the origin's answer
+    /// (SPEC section 1), so the gateway rewrites it.
     case manifest(ManifestFormat)
 
     /// The origin failed the object (a status, a timeout, a broken connection): an answer
@@ -134,14 +134,16 @@ struct Preparer: Sendable {
                 }
                 job.restart()
                 // A playlist or an MPD is no media object, whatever its path says (before the
-                // length: a live playlist comes without one).
+                // length: a live playlist comes without one). Told by its bytes alone: origins
+                // that label segments with a playlist's content type exist, and a segment taken
+                // for a playlist would fail every player.
                 do {
                     first = try await body.next() ?? []
                 } catch {
                     onHead(.failed("origin failed mid-body: \(error)"))
                     throw Failure(head: .failed("origin failed mid-body: \(error)"))
                 }
-                if let format = ManifestFormat.detect(body: first, contentType: response.header("Content-Type")) {
+                if let format = ManifestFormat.detect(body: first) {
                     onOriginBytes(job.key, first.count)
                     onHead(.manifest(format))
                     throw Failure(head: .manifest(format))
