@@ -50,7 +50,8 @@ SEGMENTS, SIZE = 12, 500000  # one VOD: 12 segments of 500 kB
 # --read-ahead all (the whole VOD prepared when its playlist is opened).
 LONG_SEGMENTS, WATCHED, LEAVING_NODE_COUNTS = 300, 12, (2, 8)
 READ_AHEAD_VARIANTS = (("", []), (", tracker --read-ahead all", ["--read-ahead", "all"]))
-CDN_RTTS = (0, 20)  # ms: the CDN on loopback, and one a round trip away
+# ms: the CDN on loopback, and one a round trip away; SWARM_BENCH_CDN_RTTS="5 20" measures others.
+CDN_RTTS = tuple(int(v) for v in os.environ.get("SWARM_BENCH_CDN_RTTS", "0 20").split())
 # A live stream (20 ms CDN): LIVE_STEPS new segments, one each LIVE_STEP seconds (a 4 s segment
 # in compressed time), LIVE_WINDOW listed; with the nodes' defaults (a live playlist's newest
 # segments prepared as nodes read it) and with --read-ahead 0 on the nodes (prepared only when
