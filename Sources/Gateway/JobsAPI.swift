@@ -101,21 +101,23 @@ extension GatewayResponder {
         return JSONBody.response(status: .accepted, answer)
     }
 
-    /// Whether `proxy` is a playlist or an MPD: by its extension, else (not a media object's
-    /// extension either) by what the origin answers, as for players (SPEC section 2). Kept as
-    /// an object, a manifest would be served as it is, unrewritten and, for a live one, frozen.
+    /// Whether `proxy` is a playlist or an MPD: by its extension, else by what the origin
+    /// answers, as for players (SPEC section 1: a path's extension is only a hint). Kept as an
+    /// object, a manifest would be served as it is, unrewritten and, for a live one, frozen.
+    /// At a media object's path (`list.ts`, as some sites disguise playlists) its bytes alone
+    /// tell, since some origins give segments a playlist's content type.
     func manifestFormat(_ proxy: ProxyURL) async throws(GatewayFailure) -> ManifestFormat? {
         guard proxy.virtualHost == .hls, !proxy.isKey else { return nil }
         let path = proxy.origin.path.lowercased()
         if let format = ManifestFormat.detect(body: [UInt8](), path: path) { return format }
-        // A media extension, or an object kept already: no need to ask.
-        guard !Self.hasMediaExtension(path), node.registry.entry(Self.objectKey(proxy)) == nil else { return nil }
+        // An object ready already is one: no need to ask.
+        if node.registry.ready(Self.objectKey(proxy)) != nil { return nil }
         let answer: OriginAnswer
         do { answer = try await origin.fetch(OriginFetch(url: proxy.origin.string, range: "bytes=0-4095")) } catch { throw error.failure }
         guard answer.status == 200 || answer.status == 206 else { return nil }  // the object's preparation reports it
         let first: [UInt8]
         do { first = try await ChunkIterator(answer.body).next() ?? [] } catch { return nil }
-        return ManifestFormat.detect(body: first, contentType: answer.header("content-type"))
+        return ManifestFormat.detect(body: first, contentType: Self.hasMediaExtension(path) ? nil : answer.header("content-type"))
     }
 
     /// `POST /jobs/status` with `{"ids": [object id, ...]}` (the `objects` of a `/prepare`

@@ -89,6 +89,25 @@ final class ManifestAtMediaPathTests {
         try await playsTheDisguisedStreams(port: port, originPort: originPort)
     }
 
+    /// `swarmgate prepare` (POST /prepare) of a playlist at a media path queues its segments,
+    /// not the playlist as one object; a segment labelled as a playlist is one object.
+    @Test func prepareQueuesTheSegmentsOfAPlaylistAtAMediaPath() async throws {
+        let (origin, originPort) = try await Live.origin(serving: folder, token: Self.token)
+        defer { origin.stop() }
+        let (gateway, port) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(originPort)", "--inherit-query", "token"])
+        defer { gateway.stop() }
+        func prepared(_ name: String) async throws -> String? {
+            let url = "http://127.0.0.1:\(originPort)/tv/\(name)?token=\(Self.token)"
+            let r = try await HTTP.post("http://127.0.0.1:\(port)/prepare", json: "{\"url\":\"\(url)\"}")
+            #expect(r.status == 202, "\(r.text)")
+            let answer = try JSONSerialization.jsonObject(with: r.body) as? [String: Any]
+            #expect(answer?["queued"] as? Int == 1, "\(r.text)")
+            return (answer?["job"] as? [String: Any])?["url"] as? String
+        }
+        #expect(try await prepared("list.ts") == "http://127.0.0.1:\(originPort)/tv/seg0.bin?token=\(Self.token)")
+        #expect(try await prepared("mislabeled.ts") == "http://127.0.0.1:\(originPort)/tv/mislabeled.ts?token=\(Self.token)")
+    }
+
     @Test func aNodeOfATrackerRewritesThem() async throws {
         let secretFile = Scratch.path("secret")
         try Data("disguised-secret\n".utf8).write(to: URL(fileURLWithPath: secretFile))
