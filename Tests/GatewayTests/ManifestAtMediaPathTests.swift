@@ -126,5 +126,10 @@ final class ManifestAtMediaPathTests {
         defer { node.stop() }
         _ = try await node.waitForStderr(#/(logged in) to the tracker/#)
         try await playsTheDisguisedStreams(port: port, originPort: originPort)
+        // The node keeps the registry's answer as long as the registry does: the playlist's
+        // reloads ask the tracker nothing, and go on while it is away.
+        tracker.stop()
+        let reload = try await HTTP.get("http://127.0.0.1:\(port)/hls.vod.p2p.com/127.0.0.1:\(originPort)/tv/list.ts?token=\(Self.token)")
+        #expect(reload.status == 200 && reload.text.hasPrefix("#EXTM3U\n"), "\(reload.status) \(reload.text)")
     }
 }

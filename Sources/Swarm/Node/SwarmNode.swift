@@ -41,6 +41,11 @@ public final class SwarmNode: Sendable {
     /// doubt (nil: any copy the tracker names), until when.
     private let doubts = Mutex<[String: (copy: String?, until: ContinuousClock.Instant)]>([:])
     private let checksumFlights = SingleFlight<ChecksumAnswer>()
+    /// Objects the tracker's registry found to be playlists or MPDs (a media path's), and
+    /// until when that answer stands here as it does there: their requests (a live one's
+    /// reloads, by every player) do not each cost the tracker a message.
+    private let manifests = Mutex<[String: (answer: ChecksumAnswer, until: ContinuousClock.Instant)]>([:])
+    static let maxManifests = 10_000
     private let wantFlights = SingleFlight<[SwarmPeer]>()
     private let peerFlights = SingleFlight<PeerOutcome>()
     private let swarm = Mutex(SwarmState())
@@ -217,8 +222,16 @@ public final class SwarmNode: Sendable {
         }
         let answer: ChecksumAnswer
         if let link {
+            let now = ContinuousClock.now
+            if let known = manifests.withLock({ $0[key.id] }), now < known.until { return .notReady(known.answer) }
             answer = await trackerChecksums(ObjectRef(key: key, url: url), urgent: true, waitForOrigin: wait > .zero, readyWithin: readyWithin, link: link)
             if let ready = registry.ready(key) { return .ready(ready.entry, ready.checksums) }
+            if answer.manifestFormat != nil {
+                manifests.withLock { m in
+                    m.keepUnder(Self.maxManifests) { now < $0.until }
+                    m[key.id] = (answer, now + PrepareQueue.uncacheableRetry)
+                }
+            }
         } else {
             answer = await checksums(ObjectRef(key: key, url: url), urgent: true, wait: wait, readyWithin: readyWithin)
             if answer.state == .ready, let ready = registry.ready(key) { return .ready(ready.entry, ready.checksums) }
