@@ -296,22 +296,27 @@ public final class GatewayResponder: HTTPResponder {
         let path = proxy.origin.path.lowercased()
         let manifestHint = proxy.virtualHost == .hls && !proxy.isKey
             && (path.hasSuffix(".m3u8") || path.hasSuffix(".m3u") || path.hasSuffix(".mpd"))
+        // Whether the registry found a playlist or an MPD at this media path (the origin's answer
+        // decides, SPEC 1): it is fetched below as one, whole (ffmpeg asks playlists for
+        // `bytes=0-`, which would have it sent as it is) and shared by the players who ask at once.
+        var manifestAtMediaPath = false
         if !proxy.isKey && !manifestHint
-            && (proxy.virtualHost == .file || Self.hasMediaExtension(path) || node.registry.entry(Self.objectKey(proxy)) != nil),
-            let served = try await serveObject(
+            && (proxy.virtualHost == .file || Self.hasMediaExtension(path) || node.registry.entry(Self.objectKey(proxy)) != nil)
+        {
+            if let served = try await serveObject(
                 proxy, clientRange: clientRange, conditions: Conditions(request.headers), method: request.method,
                 manifestHere: proxy.virtualHost == .hls)
-        {
-            return served
+            {
+                return served
+            }
+            manifestAtMediaPath = true
         }
-        // Not a media object after all: its origin answered a playlist or an MPD at a media
-        // path, which is fetched below and rewritten (the origin's answer decides, SPEC 1).
         let answer: OriginAnswer
         if let wait = Self.blockingReloadWait(
             proxy, configured: configuration.originIdleTimeout, targetDuration: lowLatencyTargets.seconds(of: Self.playlistName(proxy)))
         {
             answer = try await sharedManifest(proxy, idleTimeout: wait, longPoll: true)
-        } else if manifestHint {
+        } else if manifestHint || manifestAtMediaPath {
             // A live playlist's players reload it together: one origin fetch for those that
             // ask while it is under way (each went to the origin).
             answer = try await sharedManifest(proxy, idleTimeout: nil, longPoll: false)

@@ -38,6 +38,10 @@ final class ManifestAtMediaPathTests {
 
             """
         try Data(mpd.utf8).write(to: dir.appendingPathComponent("manifest.mp4"))
+        // A live playlist marked no-store, as live ones often are.
+        let live = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:4\n#EXT-X-MEDIA-SEQUENCE:7\n#EXTINF:4.0,\nseg0.bin\n"
+        try Data(live.utf8).write(to: dir.appendingPathComponent("live.ts"))
+        try Data("no-store\n".utf8).write(to: dir.appendingPathComponent("live.ts.cache-control"))
     }
 
     /// Whether `body` is `expected` (a Bool, so that a failure does not print 300 kB of diff).
@@ -60,6 +64,12 @@ final class ManifestAtMediaPathTests {
             let served = try await Live.whenReady(segmentURL)
             #expect(served.status == 200)
             #expect(Self.same(served.body, segment))
+
+            // ffmpeg asks a playlist for `bytes=0-`: it is rewritten whole all the same.
+            let ranged = try await HTTP.get(proxied("list.ts"), headers: ["Range": "bytes=0-"])
+            #expect(ranged.status == 200 && ranged.text == media.text, "\(ranged.status) \(ranged.text)")
+            let live = try await HTTP.get(proxied("live.ts"))
+            #expect(live.status == 200 && live.text.contains("\n" + prefix + "seg0.bin?token="), "\(live.status) \(live.text)")
 
             let master = try await HTTP.get(proxied("master.jpg"))
             #expect(master.status == 200, "\(master.text)")

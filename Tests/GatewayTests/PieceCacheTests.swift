@@ -334,6 +334,23 @@ final class PieceCacheTests {
         #expect(r.status == 200 && r.body.count == 1000)
     }
 
+    /// An origin that sends an object's head, then resets before its first byte: the first
+    /// request is still sent to the origin (not told 502), and the preparation tries again
+    /// and ends with the object whole.
+    @Test func aResetBeforeTheFirstByteIsTriedAgain() async throws {
+        let (g, port) = try await gateway()
+        defer { g.stop() }
+        let path = "/obj/headreset.ts?size=100000&resetafter=0"
+        let first = try await HTTP.get(proxied(port, path))
+        #expect(first.status == 302, "\(first.status) \(first.text)")
+        let r = try await Live.whenReady(proxied(port, path))
+        #expect(r.status == 200)
+        let same = r.body == (try await direct(path))
+        #expect(same, "\(r.body.count) bytes")
+        let stats = try await originStats("headreset.ts")
+        #expect((stats["requests"] as? Int ?? 0) >= 2, "\(stats)")
+    }
+
     @Test func fiftyConcurrentRequestsForOneColdObjectMakeOneOriginTransfer() async throws {
         let cache = Live.cacheFolder()
         var (g, port) = try await gateway(cache: cache)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A loopback CDN for swarmgate's end-to-end tests: serves one folder, answers 403 to any
 request without ?token=TOKEN (so anti-leech tokens must survive the gateway), supports Range
-(206/416), and counts what it sent. FILE.content-type, next to FILE, gives FILE's Content-Type.
+(206/416), and counts what it sent. FILE.content-type and FILE.cache-control, next to FILE, give FILE's header of that name.
 
 usage: token_origin.py FOLDER TOKEN     prints "PORT" on stdout once listening.
 GET /__stats -> {"requests": N, "bytes": N}   (no token needed)
@@ -54,11 +54,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if not path.startswith(ROOT + os.sep) or not os.path.isfile(path):
             return self.send_body(404, b"not found\n")
         data = open(path, "rb").read()
-        # FILE.content-type, when there, holds FILE's type (a segment labelled as a playlist).
-        override = path + ".content-type"
-        kind = open(override).read().strip() if os.path.isfile(override) else None
-        headers = [("Content-Type", kind or TYPES.get(os.path.splitext(path)[1], "application/octet-stream")),
-                   ("Accept-Ranges", "bytes"), ("Cache-Control", "max-age=60")]
+        # FILE.content-type and FILE.cache-control, when there, hold FILE's header of that name
+        # (a segment labelled as a playlist, a live playlist marked no-store).
+        def sidecar(name, default):
+            return open(path + "." + name).read().strip() if os.path.isfile(path + "." + name) else default
+        headers = [("Content-Type", sidecar("content-type", TYPES.get(os.path.splitext(path)[1], "application/octet-stream"))),
+                   ("Accept-Ranges", "bytes"), ("Cache-Control", sidecar("cache-control", "max-age=60"))]
         rng = self.headers.get("Range")
         if rng and rng.startswith("bytes=") and "," not in rng:
             first, _, last = rng[6:].partition("-")

@@ -42,10 +42,12 @@ public final class SwarmNode: Sendable {
     private let doubts = Mutex<[String: (copy: String?, until: ContinuousClock.Instant)]>([:])
     private let checksumFlights = SingleFlight<ChecksumAnswer>()
     /// Objects the tracker's registry found to be playlists or MPDs (a media path's), and
-    /// until when that answer stands here as it does there: their requests (a live one's
-    /// reloads, by every player) do not each cost the tracker a message.
+    /// until when that answer stands here: their requests (a live one's reloads, by every
+    /// player) do not each cost the tracker a message. A minute: the registry holds its answer
+    /// ten, from a moment this node does not know, so this adds a minute at most.
     private let manifests = Mutex<[String: (answer: ChecksumAnswer, until: ContinuousClock.Instant)]>([:])
     static let maxManifests = 10_000
+    static let manifestMemory: Duration = .seconds(60)
     private let wantFlights = SingleFlight<[SwarmPeer]>()
     private let peerFlights = SingleFlight<PeerOutcome>()
     private let swarm = Mutex(SwarmState())
@@ -229,7 +231,7 @@ public final class SwarmNode: Sendable {
             if answer.manifestFormat != nil {
                 manifests.withLock { m in
                     m.keepUnder(Self.maxManifests) { now < $0.until }
-                    m[key.id] = (answer, now + PrepareQueue.uncacheableRetry)
+                    m[key.id] = (answer, now + Self.manifestMemory)
                 }
             }
         } else {

@@ -102,6 +102,30 @@ struct Preparer: Sendable {
             var body = response.body.makeAsyncIterator()
             // The body's first chunk, when it was read to tell what the object is.
             var first: [UInt8] = []
+            if response.status == 200 {
+                // A playlist or an MPD is no media object, whatever its path says: told first,
+                // before what would keep a media object out of the swarm (a live playlist comes
+                // without a length, often marked no-store), and by its bytes alone: origins
+                // that label segments with a playlist's content type exist, and a segment taken
+                // for a playlist would fail every player. A failure to read them is a body's
+                // failure, tried again as one.
+                do {
+                    first = try await body.next() ?? []
+                } catch {
+                    bodyFailures += 1
+                    guard bodyFailures <= Self.bodyRetries, !Task.isCancelled else {
+                        onHead(.failed("origin failed mid-body: \(error)"))
+                        throw Failure(head: .failed("origin failed mid-body: \(error)"))
+                    }
+                    try? await Task.sleep(for: .milliseconds(200 * bodyFailures))
+                    continue
+                }
+                if let format = ManifestFormat.detect(body: first) {
+                    onOriginBytes(job.key, first.count)
+                    onHead(.manifest(format))
+                    throw Failure(head: .manifest(format))
+                }
+            }
             // Bytes in a content coding (gzip) are not the object's: kept, they would be served
             // without the coding, and no player could decode them.
             if (200..<300).contains(response.status), let coding = Self.contentCoding(response) {
@@ -133,21 +157,6 @@ struct Preparer: Sendable {
                                 metadata: ["object": "\(job.key)"])
                 }
                 job.restart()
-                // A playlist or an MPD is no media object, whatever its path says (before the
-                // length: a live playlist comes without one). Told by its bytes alone: origins
-                // that label segments with a playlist's content type exist, and a segment taken
-                // for a playlist would fail every player.
-                do {
-                    first = try await body.next() ?? []
-                } catch {
-                    onHead(.failed("origin failed mid-body: \(error)"))
-                    throw Failure(head: .failed("origin failed mid-body: \(error)"))
-                }
-                if let format = ManifestFormat.detect(body: first) {
-                    onOriginBytes(job.key, first.count)
-                    onHead(.manifest(format))
-                    throw Failure(head: .manifest(format))
-                }
                 guard let length = response.header("Content-Length").flatMap({ Int64($0) }) else {
                     onHead(.uncacheable("origin sent no Content-Length"))
                     throw Failure(head: .uncacheable("origin sent no Content-Length for \(job.url)"))
