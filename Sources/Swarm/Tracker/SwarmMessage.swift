@@ -14,7 +14,7 @@ import Foundation
 /// | `peers` | tracker | `rid`, `peers`: holders best first, each with a piece token |
 /// | `report` | node | `object`, `peerId`, `piece`: that peer sent that piece and it failed verification; the tracker asks the peer for it itself before it counts against it |
 /// | `sums` | node | `rid`, `ref`, `urgent`, `wait`, `readyWithin`, `ifReady`: the checksums of an object, prepared if need be; `wait` false: a not-ready answer comes at once, without waiting for the origin's first answer; `readyWithin` (milliseconds, optional): a preparation under way that its progress says will end by then is waited for; `ifReady` true (a prefetch): only a ready object's checksums, the object neither prepared nor counted as reached by a player |
-/// | `sums` | tracker | `rid`, `object`, `answer` (a `ChecksumAnswer`), and with a ready answer `peers` as for a want |
+/// | `sums` | tracker | `rid`, `object`, `answer` (a `ChecksumAnswer`; its `manifest` says the origin answered a playlist or an MPD at that path), and with a ready answer `peers` as for a want |
 /// | `sums` | tracker | unasked (no `rid`): `items`, each with `ref`, `object`, a ready `answer` and `peers`, for the first objects of a node's `prepare`: those ready at once, the others as they become ready |
 /// | `prepare` | node | `refs`: objects to prepare ahead of players, in playback order |
 /// | `changed` | node | `ref`, `piece`: the origin's copy of that piece no longer matches the registry's checksum; the registry checks it against the origin itself and, if so, prepares the object again |
