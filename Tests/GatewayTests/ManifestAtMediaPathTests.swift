@@ -99,36 +99,6 @@ final class ManifestAtMediaPathTests {
         try await playsTheDisguisedStreams(port: port, originPort: originPort)
     }
 
-    /// A real player plays a disguised stream (the samples' master at `master.jpg`, its media
-    /// playlists at `low-list.ts` and `high-list.ts`) through the gateway, frame for frame as
-    /// the files: ffmpeg asks each playlist for `bytes=0-`, and follows the variants'
-    /// rewritten URLs with their token.
-    @Test(.enabled(if: Players.ffmpeg != nil)) func ffmpegPlaysADisguisedStream() async throws {
-        let samples = Live.packageRoot.appendingPathComponent("samples/hls-ts")
-        let show = folder.appendingPathComponent("show")
-        try FileManager.default.createDirectory(at: show, withIntermediateDirectories: true)
-        for name in try FileManager.default.contentsOfDirectory(atPath: samples.path) where name.hasSuffix(".ts") {
-            try FileManager.default.copyItem(at: samples.appendingPathComponent(name), to: show.appendingPathComponent(name))
-        }
-        for variant in ["low", "high"] {
-            try FileManager.default.copyItem(
-                at: samples.appendingPathComponent("\(variant).m3u8"), to: show.appendingPathComponent("\(variant)-list.ts"))
-        }
-        let master = try String(contentsOf: samples.appendingPathComponent("master.m3u8"), encoding: .utf8)
-            .replacingOccurrences(of: ".m3u8", with: "-list.ts")
-        try Data(master.utf8).write(to: show.appendingPathComponent("master.jpg"))
-
-        let (origin, originPort) = try await Live.origin(serving: folder, token: Self.token)
-        defer { origin.stop() }
-        let (gateway, port) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(originPort)", "--inherit-query", "token"])
-        defer { gateway.stop() }
-        let proxied = "http://127.0.0.1:\(port)/hls.vod.p2p.com/127.0.0.1:\(originPort)/show/master.jpg?token=\(Self.token)"
-        let viaGateway = try Players.framemd5(proxied)
-        let fromFiles = try Players.framemd5(samples.appendingPathComponent("master.m3u8").path)
-        #expect(viaGateway.count > 100, "ffmpeg decoded frames")
-        #expect(viaGateway == fromFiles)
-    }
-
     /// `swarmgate prepare` (POST /prepare) of a playlist at a media path queues its segments,
     /// not the playlist as one object; a segment labelled as a playlist is one object.
     @Test func prepareQueuesTheSegmentsOfAPlaylistAtAMediaPath() async throws {
