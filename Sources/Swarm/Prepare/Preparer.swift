@@ -77,6 +77,14 @@ struct Preparer: Sendable {
         var job = start
         var bodyFailures = 0
         var restarts = 0
+        /// Whether to ask again after the body failed (`bodyRetries` times at most), after a pause.
+        func retried(after error: Failure) async -> Bool {
+            bodyFailures += 1
+            guard bodyFailures <= Self.bodyRetries, !Task.isCancelled else { return false }
+            logger.info("origin failed mid-body; resuming", metadata: ["object": "\(job.key)", "at": "\(job.bytesDone)", "error": "\(error)"])
+            try? await Task.sleep(for: .milliseconds(200 * bodyFailures))
+            return true
+        }
         while true {
             if job.bytesDone > 0 && job.validator == nil { job.restart() }
             var request = OriginRequest(url: job.url, maxBodySize: maxObjectSize)
@@ -112,13 +120,10 @@ struct Preparer: Sendable {
                 do {
                     first = try await body.next() ?? []
                 } catch {
-                    bodyFailures += 1
-                    guard bodyFailures <= Self.bodyRetries, !Task.isCancelled else {
-                        onHead(.failed("origin failed mid-body: \(error)"))
-                        throw Failure(head: .failed("origin failed mid-body: \(error)"))
-                    }
-                    try? await Task.sleep(for: .milliseconds(200 * bodyFailures))
-                    continue
+                    let failure = Failure(head: .failed("origin failed mid-body: \(error)"))
+                    if await retried(after: failure) { continue }
+                    onHead(failure.head)
+                    throw failure
                 }
                 if let format = ManifestFormat.detect(body: first) {
                     onOriginBytes(job.key, first.count)
@@ -176,11 +181,8 @@ struct Preparer: Sendable {
             do {
                 try await hash(&body, first: first, job: &job, progress: progress)
             } catch {
-                bodyFailures += 1
-                guard bodyFailures <= Self.bodyRetries, !Task.isCancelled else { throw error }
-                logger.info("origin failed mid-body; resuming", metadata: ["object": "\(job.key)", "at": "\(job.bytesDone)", "error": "\(error)"])
-                try? await Task.sleep(for: .milliseconds(200 * bodyFailures))
-                continue
+                if await retried(after: error) { continue }
+                throw error
             }
             let layout = PieceLayout(length: job.length ?? 0, pieceSize: job.pieceSize)
             guard let checksums = PieceChecksums(layout: layout, packed: job.digests) else {
