@@ -644,6 +644,68 @@ final class PieceCacheTests {
         #expect(most == 2, "running at once: \(most)")
     }
 
+    /// A player's job that finds every slot taken runs beside the read-ahead jobs whose bodies
+    /// flow, up to twice `--prepare-jobs`, rather than stop one: a stopped job resumes by range
+    /// from its last whole piece, and the origin sends again what it had sent past it. (Each
+    /// player's job used to stop every running read-ahead job.) Past twice the limit, one
+    /// read-ahead job goes back to the queue, the one furthest ahead in playback order.
+    @Test func aPlayersJobRunsBesideFlowingReadAheadJobsBeforeItStopsOne() async throws {
+        let (g, port) = try await gateway(["--prepare-jobs", "2"])
+        defer { g.stop() }
+        // An operator's prepare of a playlist is read-ahead, not a player's: its first two
+        // segments run (600 kB at 150 kB/s each), the third waits.
+        let readAhead = (0..<2).map { "ahead/seg\($0).ts" }
+        for name in readAhead { _ = try await HTTP.get(originBase + "/__version?name=\(name)&throttle=150000") }
+        let posted = try await HTTP.post("http://127.0.0.1:\(port)/prepare", json: "{\"url\":\"\(originBase)/vod/ahead.m3u8?segments=3&size=600000\"}")
+        #expect(posted.status == 202)
+        func flowing(_ name: String) async throws -> Bool {
+            let s = try await originStats(name)
+            return s["inflight"] as? Int == 1 && s["bytes_sent"] as? Int ?? 0 >= 100_000
+        }
+        func until(_ what: String, _ condition: () async throws -> Bool) async throws {
+            let deadline = ContinuousClock.now + .seconds(20)
+            while try await !condition() {
+                guard ContinuousClock.now < deadline else { throw TestFailure("waited 20 s for \(what)") }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        for name in readAhead { try await until("\(name)'s body") { try await flowing(name) } }
+        // Players ask for objects nobody prepared (a job of its own each, urgent), throttled so
+        // that they still run when the next comes: 400 kB at 200 kB/s.
+        let players = (1...2).map { "player-\($0).ts" }
+        for name in players {
+            _ = try await HTTP.get(originBase + "/__version?name=\(name)&throttle=200000")
+            let answer = try await HTTP.get(proxied(port, "/obj/\(name)?size=400000"))
+            #expect(answer.status == 302, "\(answer.status) \(answer.text)")
+            try await until("\(name)'s body") { try await flowing(name) }
+            for ahead in readAhead {
+                let stats = try await originStats(ahead)
+                #expect(stats["ranges"] as? [String] == [""] && stats["inflight"] as? Int == 1, "\(ahead) still comes, never asked again: \(stats)")
+            }
+        }
+        let running = try await jobs(port).filter { $0["state"] as? String == "running" }.compactMap { $0["url"] as? String }
+        #expect(running.count == 4 && readAhead.allSatisfy { name in running.contains { $0.contains(name) } }, "running: \(running)")
+        // A third player's job finds four running, twice the limit: the read-ahead job
+        // furthest ahead goes back to the queue, and resumes by range once there is room.
+        let third = try await HTTP.get(proxied(port, "/obj/player-3.ts?size=1000"))
+        #expect(third.status == 302, "\(third.status) \(third.text)")
+        try await until("every job done") {
+            let states = try await jobs(port).compactMap { $0["state"] as? String }
+            return states.count == 6 && states.allSatisfy { $0 == "done" }
+        }
+        #expect(try await originStats(readAhead[0])["ranges"] as? [String] == [""], "the segment played first runs on")
+        let stats = try await originStats(readAhead[1])
+        let ranges = stats["ranges"] as? [String] ?? []
+        #expect(ranges.count == 2 && ranges.first == "" && ranges.last?.hasPrefix("bytes=") == true, "stopped once, resumed by range: \(stats)")
+        for name in players { #expect(try await originStats(name)["ranges"] as? [String] == [""], "a player's job is never stopped for another's") }
+        // Served from the pieces, under the playlist's own URL for it.
+        let list = try await HTTP.get(proxied(port, "/vod/ahead.m3u8?segments=3&size=600000"))
+        let seg1 = try #require(list.text.split(separator: "\n").first { $0.contains(readAhead[1]) })
+        let whole = try await HTTP.get(String(seg1))
+        let want = try await direct("/obj/\(readAhead[1])?size=600000&token=abc")
+        #expect(whole.status == 200 && whole.body == want, "\(whole.status) \(whole.text.prefix(200))")
+    }
+
     @Test func aRedirectingOriginKeepsTheObjectsKey() async throws {
         let (g, port) = try await gateway()
         defer { g.stop() }

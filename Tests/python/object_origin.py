@@ -50,10 +50,11 @@ Endpoints:
                      timeline says where the live edge is); ?ast=TIME: its availabilityStartTime
   /peer/v1/...       a lying peer: any piece request is answered 200 with 65536 bytes of garbage
   /slow/peer/v1/...  the same at 10 KB/s (a peer on a bad link)
-  /__version         ?name=NAME[&bump=1][&gone=1|0][&size=N][&noranges=1]: bump NAME's version if
-                     asked, or have NAME answer 404 from now on (removed from the origin), or
-                     again as before; size / noranges: from now on NAME is N bytes / ignores
-                     ranges, whatever its URLs' queries say; answer {"name", "version"}
+  /__version         ?name=NAME[&bump=1][&gone=1|0][&size=N][&noranges=1][&throttle=B]: bump
+                     NAME's version if asked, or have NAME answer 404 from now on (removed from
+                     the origin), or again as before; size / noranges / throttle: from now on
+                     NAME is N bytes / ignores ranges / is sent at B bytes per second (0: at
+                     full speed), whatever its URLs' queries say; answer {"name", "version"}
   /__stats           ?name=NAME: {"requests", "full" (200s with a body), "ranges" (Range
                      header per request, "" for none), "if_range" (If-Range values received),
                      "bytes_sent", "inflight", "max_inflight"} for /obj/ and /redirect/
@@ -320,7 +321,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.answer(416, headers=[("Content-Range", "bytes */%d" % size)])
         first, last = r or (0, size - 1)
         head = self.command == "HEAD"
-        stop, rate = last + 1, int(q.get("throttle", "0"))
+        stop, rate = last + 1, o.get("throttle", int(q.get("throttle", "0")))
         reset_at, bump_at = int(q.get("resetafter", "-1")), int(q.get("bumpafter", "-1"))
         resets = int(q.get("resets", "1"))
         with LOCK:
@@ -389,6 +390,8 @@ class Handler(BaseHTTPRequestHandler):
                 obj(name)["size"] = self.query["size"]
             if self.query.get("noranges") == "1":
                 obj(name)["noranges"] = True
+            if "throttle" in self.query:
+                obj(name)["throttle"] = int(self.query["throttle"])
             version = OBJECTS[name]["version"] if name in OBJECTS else 1
         self.answer_json({"name": name, "version": version})
 

@@ -5,9 +5,10 @@ import ServiceLifecycle
 import Synchronization
 
 /// The prepare jobs of a node or tracker (seed 001): persistent across restarts; paused,
-/// resumed and cancelled on request; at most `maxRunning` at once, urgent ones (a player is
-/// waiting) before read-ahead, read-ahead in playback order. A `Service`: its `run()` starts
-/// jobs until graceful shutdown, when running jobs stop and keep their progress.
+/// resumed and cancelled on request; at most `maxRunning` at once (urgent ones, a player
+/// waiting, up to twice that beside read-ahead: see `startJobs`), urgent ones before
+/// read-ahead, read-ahead in playback order. A `Service`: its `run()` starts jobs until
+/// graceful shutdown, when running jobs stop and keep their progress.
 public final class PrepareQueue: Service, Sendable {
     struct State {
         var jobs: [String: PrepareJob] = [:]
@@ -423,8 +424,12 @@ public final class PrepareQueue: Service, Sendable {
     }
 
     /// Starts queued jobs while there is room. An urgent job (a player asked for it) that
-    /// finds no room sends a running read-ahead job back to the queue; that one keeps its
-    /// progress and resumes later by range.
+    /// finds no room while read-ahead jobs run takes the place of one the origin has not begun
+    /// to send to; failing that, it runs beyond `maxRunning`, up to twice it, rather than stop
+    /// a body that flows: a stopped job resumes by range from its last whole piece, and what the
+    /// origin had sent past it (for a segment, often all the rest, already in the socket) it
+    /// would send again. Only past twice `maxRunning` is such a job sent back to the queue,
+    /// the one furthest ahead in playback order; it keeps its progress.
     private func startJobs() {
         // Jobs are not written as they start or go back to the queue: a job found running when
         // the storage is read again is queued anyway.
@@ -434,15 +439,19 @@ public final class PrepareQueue: Service, Sendable {
                 guard var next = s.jobs.values.filter({ $0.state == .queued && !s.stopping.contains($0.id) })
                     .min(by: { ($0.urgent ? 0 : 1, $0.sequence) < ($1.urgent ? 0 : 1, $1.sequence) })
                 else { break }
-                if s.running.count + s.stopping.count >= maxRunning {
-                    guard next.urgent,
-                        let victim = s.running.keys.compactMap({ s.jobs[$0] }).filter({ !$0.urgent }).max(by: { $0.sequence < $1.sequence })
-                    else { break }
-                    var v = victim
-                    v.state = .queued
-                    s.jobs[v.id] = v
-                    if let t = Self.stop(v.id, &s) { preempted.append(t) }
-                    continue
+                let busy = s.running.count + s.stopping.count
+                if busy >= maxRunning {
+                    let readAhead = s.running.keys.compactMap { s.jobs[$0] }.filter { !$0.urgent }
+                    guard next.urgent, !readAhead.isEmpty else { break }
+                    let unanswered = readAhead.filter { s.bodyStarted[$0.id] == nil }
+                    let victims = !unanswered.isEmpty ? unanswered : busy < 2 * maxRunning ? [] : readAhead
+                    if var victim = victims.max(by: { $0.sequence < $1.sequence }) {
+                        victim.state = .queued
+                        s.jobs[victim.id] = victim
+                        if let t = Self.stop(victim.id, &s) { preempted.append(t) }
+                    } else if busy >= 2 * maxRunning {
+                        break
+                    }
                 }
                 next.state = .running
                 s.jobs[next.id] = next
