@@ -32,6 +32,8 @@ public struct GatewayConfiguration: Sendable {
     public var pieceSize = 256 << 10
     /// Prepare jobs that run at once.
     public var prepareJobs = 3
+    /// Objects whose checksums the registry keeps, the ones used last.
+    public var registryEntries = 200_000
     /// `ws://HOST:PORT/swarm/v1/ws` of the tracker to log in to; nil: the embedded one.
     public var tracker: String?
     /// The registry's SQLite file (`--db` of the tracker; default: in the cache folder).
@@ -135,6 +137,12 @@ public struct GatewayConfiguration: Sendable {
         if let n = s["prepare-jobs"] {
             guard let jobs = Int(n), (1...64).contains(jobs) else { throw SettingsError("prepare-jobs must be 1 to 64, not '\(n)'") }
             prepareJobs = jobs
+        }
+        if let n = s["registry-entries"] {
+            guard let entries = Int(n), (100...100_000_000).contains(entries) else {
+                throw SettingsError("registry-entries must be 100 to 100000000, not '\(n)'")
+            }
+            registryEntries = entries
         }
         registryFile = s["db"]
         if let url = s["peer-url"] {

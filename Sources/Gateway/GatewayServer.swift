@@ -47,7 +47,7 @@ public struct GatewayServer: Sendable {
         let stats = TrafficStats()
         let node = try SwarmNode(
             cacheDirectory: c.cacheDirectory, cacheSize: c.cacheSize, registryPath: c.registryPath, pieceSize: c.pieceSize,
-            maxPrepareJobs: c.prepareJobs, maxObjectSize: c.maxObjectSize, origin: origin.client, peerDeadline: c.peerDeadline ?? GatewayResponder.unknownDurationDeadline,
+            maxPrepareJobs: c.prepareJobs, registryEntries: c.registryEntries, maxObjectSize: c.maxObjectSize, origin: origin.client, peerDeadline: c.peerDeadline ?? GatewayResponder.unknownDurationDeadline,
             readAhead: c.readAhead, revalidateAfter: c.revalidateAfter, logger: logger, onBadPiece: { stats.countPieceFailure() },
             onFallback: { reason in TrafficStats.FallbackReason(rawValue: reason.rawValue).map(stats.countFallback) },
             onPrepareBytes: { key, count in stats.addPrepared(count, xresid: key.xresid) })

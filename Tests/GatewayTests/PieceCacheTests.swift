@@ -706,6 +706,44 @@ final class PieceCacheTests {
         #expect(whole.status == 200 && whole.body == want, "\(whole.status) \(whole.text.prefix(200))")
     }
 
+    /// `--registry-entries` bounds what the registry keeps: an operator's prepare of 150
+    /// objects through a registry of 100 lets go of the ones used least, their pieces with
+    /// them, and one of them asked for again is a first sight (302) and prepared again. Every
+    /// object asked for was kept for good, and a client asking for made-up paths grew the
+    /// registry as fast as the origin answered.
+    @Test func theRegistryKeepsAtMostItsEntriesAndTheirPiecesOnly() async throws {
+        let cache = Live.cacheFolder()
+        let (g, port) = try await gateway(cache: cache, ["--registry-entries", "100"])
+        defer { g.stop() }
+        let name = "bounded-\(UUID().uuidString.prefix(8))"
+        let query = "segments=150&size=1000"
+        let posted = try await HTTP.post("http://127.0.0.1:\(port)/prepare", json: "{\"url\":\"\(originBase)/vod/\(name).m3u8?\(query)\"}")
+        #expect(posted.status == 202, "\(posted.text)")
+        let deadline = ContinuousClock.now + .seconds(60)
+        var states: [String] = []
+        while ContinuousClock.now < deadline {
+            states = try await jobs(port).compactMap { $0["state"] as? String }
+            if states.count == 150 && states.allSatisfy({ $0 == "done" }) { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(states.count == 150 && states.allSatisfy { $0 == "done" }, "\(Dictionary(grouping: states) { $0 }.mapValues(\.count))")
+        let files = try Live.dataFiles(in: cache).count
+        #expect(files >= 50 && files <= 100, "\(files) objects' pieces kept")
+        let xresid = XResIDs.derived("127.0.0.1:\(originPort)", "/vod/\(name).m3u8")
+        let list = try await HTTP.get(proxied(port, "/vod/\(name).m3u8?\(query)&xresid=\(xresid)"))
+        let urls = list.text.split(separator: "\n").filter { !$0.hasPrefix("#") }.map(String.init)
+        try #require(urls.count == 150)
+        let last = try await HTTP.get(urls[149])
+        let want = try await direct("/obj/\(name)/seg149.ts?size=1000&token=abc")
+        #expect(last.status == 200 && last.body == want, "the last prepared is kept: \(last.status)")
+        let first = try await HTTP.get(urls[0])
+        #expect(first.status == 302, "the first was let go: \(first.status)")
+        let again = try await Live.whenReady(urls[0])
+        let seg0 = try await direct("/obj/\(name)/seg0.ts?size=1000&token=abc")
+        #expect(again.status == 200 && again.body == seg0)
+        #expect(try await originStats("\(name)/seg0.ts")["requests"] as? Int == 3, "prepared twice, and the player's own request")
+    }
+
     @Test func aRedirectingOriginKeepsTheObjectsKey() async throws {
         let (g, port) = try await gateway()
         defer { g.stop() }

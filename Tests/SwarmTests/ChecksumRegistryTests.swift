@@ -92,6 +92,7 @@ struct ChecksumRegistryTests {
         }
         func loadJobs() throws(RegistryError) -> [PrepareJob] { try file.loadJobs() }
         func save(jobs: [PrepareJob]) throws(RegistryError) { try file.save(jobs: jobs) }
+        func deleteEntries(_ ids: [String]) throws(RegistryError) { try file.deleteEntries(ids) }
         func deleteJobs(_ ids: [String]) throws(RegistryError) { try file.deleteJobs(ids) }
         func loadPlaylists() throws(RegistryError) -> [(name: String, refs: [ObjectRef])] { try file.loadPlaylists() }
         func savePlaylists(_ changes: [(name: String, refs: [ObjectRef]?)]) throws(RegistryError) {
@@ -114,5 +115,72 @@ struct ChecksumRegistryTests {
         storage.failing.store(false, ordering: .sequentiallyConsistent)
         #expect(!registry.drop(key, ifCopy: old))
         #expect(try self.registry().checksums(key) == new, "written with the drop that changed nothing")
+    }
+
+    func key(_ i: Int) -> ObjectKey { ObjectKey(xresid: "s", host: "cdn.example.com", path: "/seg-\(i).ts") }
+
+    /// Waits (10 s at most) until `condition` holds: what the registry lets go is deleted in
+    /// the background.
+    func settled(_ condition: () throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try !condition() && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+    }
+
+    /// The ids the registry's file holds.
+    func storedIDs(_ path: String) throws -> Set<String> {
+        Set(try SQLiteRegistryStorage(path: path).loadEntries().map(\.key.id))
+    }
+
+    /// The registry keeps at most its capacity of entries, the ones used last (read or
+    /// changed): one never used since half the capacity came after it is let go, from memory
+    /// and from the file, and its owner hears of it. Every object asked for was kept for good.
+    @Test func theEntriesUsedLastAreKeptUpToTheCapacity() async throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let path = folder + "/bounded.sqlite"
+        let registry = try ChecksumRegistry(storage: try SQLiteRegistryStorage(path: path), capacity: 10, logger: Logger(label: "test"))
+        let told = Mutex<[ObjectKey]>([])
+        registry.onEvicted { keys in told.withLock { $0 += keys } }
+        // Object 0 is played all along; object 1 is being prepared (its job runs on).
+        registry.markPreparing([key(1)])
+        for i in [0] + Array(2..<40) {
+            registry.markReady(key(i), checksums: checksums(UInt8(i)), etag: nil, lastModified: nil, contentType: nil)
+            #expect(registry.count <= 11, "\(registry.count) kept after \(i)")
+            #expect(registry.checksums(key(0)) == checksums(0), "the object played is kept")
+        }
+        let kept = Set((0..<40).filter { registry.holds(key($0)) })
+        #expect(kept.isSuperset(of: [0, 1] + Array(35..<40)), "the last ones and those used: \(kept.sorted())")
+        #expect(!kept.contains(2) && !kept.contains(20), "\(kept.sorted())")
+        // Deleted and told in the background, off the caller's time.
+        try await settled { try storedIDs(path) == Set(kept.map { key($0).id }) && told.withLock { $0 }.count >= 40 - kept.count }
+        #expect(try storedIDs(path) == Set(kept.map { key($0).id }), "the file holds what memory does")
+        let letGo = Set(told.withLock { $0 }.map(\.id))
+        #expect(letGo == Set((0..<40).filter { !kept.contains($0) }.map { key($0).id }), "the owner heard of each let go, once")
+        #expect(told.withLock { $0 }.count == letGo.count)
+        #expect(registry.entry(key(1))?.state == .preparing, "an object being prepared is kept")
+        // Let go, an object is unknown: asked for again, it is prepared again.
+        #expect(registry.checksums(key(2)) == nil)
+    }
+
+    /// A file of more entries than the capacity (written by a registry with a larger one)
+    /// opens with the most recently changed ones, and the rest are deleted from it.
+    @Test func aFileOfMoreThanTheCapacityKeepsTheNewest() async throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let path = folder + "/shrunk.sqlite"
+        let large = try ChecksumRegistry(storage: try SQLiteRegistryStorage(path: path), capacity: 100, logger: Logger(label: "test"))
+        for i in 0..<30 {
+            large.markReady(key(i), checksums: checksums(UInt8(i)), etag: nil, lastModified: nil, contentType: nil)
+            try await Task.sleep(for: .milliseconds(2))  // each a later `updated`
+        }
+        #expect(try storedIDs(path).count == 30)
+        let small = try ChecksumRegistry(storage: try SQLiteRegistryStorage(path: path), capacity: 10, logger: Logger(label: "test"))
+        #expect(small.count == 10)
+        #expect((0..<30).filter { small.holds(key($0)) } == Array(20..<30))
+        #expect(small.checksums(key(20)) == checksums(20))
+        #expect(try storedIDs(path) == Set((20..<30).map { key($0).id }))
+        // And it stays bounded from there.
+        for i in 30..<50 { small.markReady(key(i), checksums: checksums(UInt8(i)), etag: nil, lastModified: nil, contentType: nil) }
+        #expect(small.count <= 11)
+        try await settled { try storedIDs(path).count == small.count }
+        #expect(try storedIDs(path).count == small.count)
     }
 }

@@ -31,6 +31,7 @@ struct ReadAheadWritesTests {
         func save(_ entries: [RegistryEntry]) throws(RegistryError) { try file.save(entries) }
         func loadJobs() throws(RegistryError) -> [PrepareJob] { try file.loadJobs() }
         func save(jobs: [PrepareJob]) throws(RegistryError) { try file.save(jobs: jobs) }
+        func deleteEntries(_ ids: [String]) throws(RegistryError) { try file.deleteEntries(ids) }
         func deleteJobs(_ ids: [String]) throws(RegistryError) { try file.deleteJobs(ids) }
         func loadPlaylists() throws(RegistryError) -> [(name: String, refs: [ObjectRef])] { try file.loadPlaylists() }
         func savePlaylists(_ changes: [(name: String, refs: [ObjectRef]?)]) throws(RegistryError) {

@@ -55,6 +55,7 @@ public enum SettingDefinitions {
     /// `swarmgate serve`.
     public static let serve: [SettingDefinition] = shared + pieces + [
         .init("prepare-jobs", default: "3", help: "Prepare jobs (fetch and hash an object) that run at once."),
+        .init("registry-entries", default: "200000", help: "Objects whose checksums the registry keeps (about 1 KB of memory each), the ones used last; an object let go is prepared again when asked for."),
         .init("public-url", help: "The base URL rewritten playlists point at and peers use (default http:// + the listen address)."),
         .init("cache-dir", default: "swarmgate-cache", help: "Folder of the piece cache."),
         .init("memory-cache-size", default: "128MiB", help: "Verified pieces kept in memory as well (0: read every piece from disk)."),
@@ -74,6 +75,7 @@ public enum SettingDefinitions {
         // More than a node's: the registry prepares ahead of every player of the swarm, and
         // a job mostly waits on the origin's round trip.
         .init("prepare-jobs", default: "8", help: "Prepare jobs (fetch and hash an object) that run at once."),
+        .init("registry-entries", default: "1000000", help: "Objects whose checksums the registry keeps (about 1 KB of memory each), the ones used last; an object let go is prepared again when a node asks for it."),
         .init("db", default: "swarmgate-tracker.sqlite", help: "The tracker's SQLite database: the checksum registry and its prepare jobs."),
         .init("public-url", help: "The base URL nodes fetch the tracker's seed pieces from (default http:// + the listen address)."),
         .init("cache-dir", default: "swarmgate-tracker-cache", help: "Folder of the pieces the registry prepared: the swarm's first seed."),

@@ -132,7 +132,7 @@ public final class SwarmNode: Sendable {
 
     /// Opens the piece store in `cacheDirectory` and the registry in `registryPath`.
     public init(
-        cacheDirectory: String, cacheSize: Int64, registryPath: String, pieceSize: Int, maxPrepareJobs: Int,
+        cacheDirectory: String, cacheSize: Int64, registryPath: String, pieceSize: Int, maxPrepareJobs: Int, registryEntries: Int = 1_000_000,
         maxObjectSize: Int64, origin: OriginClient, peerDeadline: Duration = .milliseconds(1500),
         readAhead: Duration? = .seconds(60), revalidateAfter: Duration? = .seconds(600), logger: Logger,
         onBadPiece: @escaping @Sendable () -> Void = {}, onFallback: @escaping @Sendable (FallbackReason) -> Void = { _ in },
@@ -146,7 +146,7 @@ public final class SwarmNode: Sendable {
         let storage: SQLiteRegistryStorage
         do {
             storage = try SQLiteRegistryStorage(path: registryPath)
-            registry = try ChecksumRegistry(storage: storage, logger: logger)
+            registry = try ChecksumRegistry(storage: storage, capacity: registryEntries, logger: logger)
             prepareQueue = try PrepareQueue(
                 registry: registry, storage: storage,
                 preparer: Preparer(origin: origin, store: store, maxObjectSize: maxObjectSize, logger: logger, onOriginBytes: onPrepareBytes),
@@ -176,6 +176,11 @@ public final class SwarmNode: Sendable {
         self.onBadPiece = onBadPiece
         self.onFallback = onFallback
         self.logger = logger
+        // Pieces are served only against the registry's checksums: without them they are
+        // dead weight in the store, and an announced holder that cannot serve.
+        registry.onEvicted { [store] keys in
+            for key in keys { store.remove(key) }
+        }
     }
 
     // MARK: the tracker

@@ -7,25 +7,99 @@ import Synchronization
 /// registry computes them itself from the CDN copy (see `Preparer`), never takes them from a
 /// peer. Reads come from memory; every change is written through to the storage. Entries
 /// whose write failed (a full disk) go again with the next write, until one passes.
+///
+/// At most `capacity` entries are kept, the ones used last (`Generations`): every object a
+/// player ever asked for, kept for good, grew a tracker's memory and file without end (about
+/// 1 KB and 600 bytes each), and a client asking for made-up paths grew them as fast as the
+/// origin answered 404s. An entry let go is deleted from the storage and its owner told
+/// (`onEvicted`); the object is prepared again if a player comes back for it.
 public final class ChecksumRegistry: Sendable {
     private let storage: any RegistryStorage
-    private let entries: Mutex<[String: RegistryEntry]>
+    private let entries: Mutex<Generations>
     /// Ids of entries changed in memory whose write failed.
     private let unsaved = Mutex<Set<String>>([])
+    private let evictedObserver = Mutex<(@Sendable ([ObjectKey]) -> Void)?>(nil)
     private let logger: Logger
     private let writeFailures: RepeatedFailureLog
+    public let capacity: Int
 
-    public init(storage: any RegistryStorage, logger: Logger) throws(RegistryError) {
-        self.storage = storage
-        self.logger = logger
-        writeFailures = RepeatedFailureLog("registry write failed", logger: logger)
-        var byID: [String: RegistryEntry] = [:]
-        for e in try storage.loadEntries() { byID[e.key.id] = e }
-        entries = Mutex(byID)
+    /// The entries in two generations, for an LRU bound at the cost of a dictionary move: a
+    /// new or used entry goes into `young`; when `young` holds half the capacity, `old` (what
+    /// was not used since the last turn) is let go and `young` becomes `old`. An entry being
+    /// prepared is carried over, its job under way.
+    struct Generations {
+        var young: [String: RegistryEntry] = [:]
+        var old: [String: RegistryEntry] = [:]
+        /// Let go, and not yet deleted from the storage nor told.
+        var evicted: [String: ObjectKey] = [:]
+        let half: Int
+
+        var count: Int { young.count + old.count }
+
+        /// The entry without counting a use (for writing it).
+        func peek(_ id: String) -> RegistryEntry? { young[id] ?? old[id] }
+
+        /// The entry, counted as used.
+        mutating func use(_ id: String) -> RegistryEntry? {
+            if let e = young[id] { return e }
+            guard let e = old.removeValue(forKey: id) else { return nil }
+            put(e)
+            return e
+        }
+
+        mutating func put(_ e: RegistryEntry) {
+            let id = e.key.id
+            old[id] = nil
+            evicted[id] = nil
+            young[id] = e
+            guard young.count >= half else { return }
+            for (id, e) in old {
+                if e.state == .preparing { young[id] = e } else { evicted[id] = e.key }
+            }
+            old = young
+            young = [:]
+        }
+
+        mutating func takeEvicted() -> [ObjectKey] {
+            defer { evicted = [:] }
+            return Array(evicted.values)
+        }
     }
 
+    /// Opens the registry over `storage`, keeping at most `capacity` entries (at least 2): of
+    /// more stored, the most recently changed.
+    public init(storage: any RegistryStorage, capacity: Int = 1_000_000, logger: Logger) throws(RegistryError) {
+        self.storage = storage
+        self.logger = logger
+        self.capacity = max(2, capacity)
+        writeFailures = RepeatedFailureLog("registry write failed", logger: logger)
+        let stored = try storage.loadEntries().sorted { $0.updated > $1.updated }
+        var g = Generations(half: self.capacity / 2)
+        for (i, e) in stored.prefix(self.capacity).enumerated() {
+            if i < g.half - 1 { g.young[e.key.id] = e } else { g.old[e.key.id] = e }
+        }
+        let dropped = stored.dropFirst(self.capacity).map(\.key.id)
+        entries = Mutex(g)
+        if !dropped.isEmpty {
+            logger.info("registry entries past its capacity dropped", metadata: ["dropped": "\(dropped.count)", "capacity": "\(self.capacity)"])
+            try storage.deleteEntries(dropped)
+        }
+    }
+
+    /// Has `observer` hear of the objects whose entries were let go (their pieces are of no
+    /// use without checksums).
+    public func onEvicted(_ observer: @escaping @Sendable ([ObjectKey]) -> Void) {
+        evictedObserver.withLock { $0 = observer }
+    }
+
+    /// How many entries are kept.
+    public var count: Int { entries.withLock { $0.count } }
+
+    /// Whether an entry of `key` is kept, without counting a use.
+    func holds(_ key: ObjectKey) -> Bool { entries.withLock { $0.peek(key.id) != nil } }
+
     public func entry(_ key: ObjectKey) -> RegistryEntry? {
-        entries.withLock { $0[key.id] }
+        entries.withLock { $0.use(key.id) }
     }
 
     /// The entry of `key` and its checksums, when it is ready.
@@ -33,17 +107,17 @@ public final class ChecksumRegistry: Sendable {
 
     /// The entry of the object with id `id` and its checksums, when it is ready.
     public func ready(id: String) -> (entry: RegistryEntry, checksums: PieceChecksums)? {
-        entries.withLock { e in e[id].flatMap { entry in entry.state == .ready ? entry.checksums.map { (entry, $0) } : nil } }
+        entries.withLock { e in e.use(id).flatMap { entry in entry.state == .ready ? entry.checksums.map { (entry, $0) } : nil } }
     }
 
     /// Which of `ids` are ready, looked up together.
     public func readyIDs(_ ids: [String]) -> Set<String> {
-        entries.withLock { e in Set(ids.filter { id in e[id].map { $0.state == .ready && $0.checksums != nil } ?? false }) }
+        entries.withLock { e in Set(ids.filter { id in e.use(id).map { $0.state == .ready && $0.checksums != nil } ?? false }) }
     }
 
     /// Those of `ids` whose last preparation failed.
     public func failedIDs(_ ids: [String]) -> Set<String> {
-        entries.withLock { e in Set(ids.filter { e[$0]?.state == .failed }) }
+        entries.withLock { e in Set(ids.filter { e.use($0)?.state == .failed }) }
     }
 
     /// The checksums of `key`, when it is ready.
@@ -71,26 +145,38 @@ public final class ChecksumRegistry: Sendable {
             defer { u = [] }
             return u
         }
-        let updated = entries.withLock { all -> [RegistryEntry] in
+        let (updated, evicted) = entries.withLock { all -> ([RegistryEntry], [ObjectKey]) in
             let changed = keys.enumerated().compactMap { i, key -> RegistryEntry? in
-                var e = all[key.id] ?? RegistryEntry(key: key)
+                var e = all.use(key.id) ?? RegistryEntry(key: key)
                 guard change(i, &e) else { return nil }
                 e.updated = now
-                all[key.id] = e
+                all.put(e)
                 return e
             }
-            guard !changed.isEmpty || !backlog.isEmpty else { return [] }
             // Earlier changes whose write failed, as they are now (those changed again are
-            // in `changed`; those left as they were still need writing).
-            return changed + backlog.subtracting(changed.map(\.key.id)).compactMap { all[$0] }
+            // in `changed`; those left as they were still need writing, unless let go since).
+            let unwritten = backlog.subtracting(changed.map(\.key.id)).compactMap { all.peek($0) }
+            return (changed + unwritten, all.takeEvicted())
         }
-        guard !updated.isEmpty else { return }
-        do {
-            try storage.save(updated)
-            writeFailures.succeeded()
-        } catch {
-            unsaved.withLock { $0.formUnion(updated.map(\.key.id)) }
-            writeFailures.failed(["objects": "\(keys.count)", "first": "\(keys[0])", "error": "\(error)"])
+        if !updated.isEmpty {
+            do {
+                try storage.save(updated)
+                writeFailures.succeeded()
+            } catch {
+                unsaved.withLock { $0.formUnion(updated.map(\.key.id)) }
+                writeFailures.failed(["objects": "\(keys.count)", "first": "\(keys[0])", "error": "\(error)"])
+            }
+        }
+        guard !evicted.isEmpty else { return }
+        // Half the capacity at a time, up to half a million rows: not on the caller's time (a
+        // player's request, a node's message). An entry made again meanwhile is kept.
+        Task.detached(priority: .utility) { [self] in
+            let gone = evicted.filter { !holds($0) }
+            // Not deleted (a full disk): kept on disk, and dropped past the capacity at the next start.
+            do { try storage.deleteEntries(gone.map(\.id)) } catch {
+                writeFailures.failed(["evicted": "\(gone.count)", "error": "\(error)"])
+            }
+            evictedObserver.withLock { $0 }?(gone)
         }
     }
 

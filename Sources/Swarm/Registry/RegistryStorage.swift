@@ -5,6 +5,8 @@ public protocol RegistryStorage: Sendable {
     func loadEntries() throws(RegistryError) -> [RegistryEntry]
     /// Writes `entries` together (one transaction where the storage has them).
     func save(_ entries: [RegistryEntry]) throws(RegistryError)
+    /// Deletes the entries of these object ids together.
+    func deleteEntries(_ ids: [String]) throws(RegistryError)
     func loadJobs() throws(RegistryError) -> [PrepareJob]
     /// Writes `jobs` together (one transaction where the storage has them).
     func save(jobs: [PrepareJob]) throws(RegistryError)

@@ -87,6 +87,10 @@ public final class SQLiteRegistryStorage: RegistryStorage {
         }
     }
 
+    public func deleteEntries(_ ids: [String]) throws(RegistryError) {
+        try delete(ids, from: "registry_objects", "registry entries")
+    }
+
     public func loadJobs() throws(RegistryError) -> [PrepareJob] {
         do {
             return try database.read { db in
@@ -134,13 +138,19 @@ public final class SQLiteRegistryStorage: RegistryStorage {
     }
 
     public func deleteJobs(_ ids: [String]) throws(RegistryError) {
+        try delete(ids, from: "prepare_jobs", "prepare jobs")
+    }
+
+    /// Deletes the rows of `ids` from `table` in one transaction.
+    private func delete(_ ids: [String], from table: String, _ what: String) throws(RegistryError) {
         guard !ids.isEmpty else { return }
         do {
             try database.write { db in
-                for id in ids { try db.execute(sql: "DELETE FROM prepare_jobs WHERE id = ?", arguments: [id]) }
+                let delete = try db.cachedStatement(sql: "DELETE FROM \(table) WHERE id = ?")
+                for id in ids { try delete.execute(arguments: [id]) }
             }
         } catch {
-            throw RegistryError("cannot delete prepare jobs: \(error)")
+            throw RegistryError("cannot delete \(what): \(error)")
         }
     }
 

@@ -17,6 +17,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("memory-cache-size"), help: "Verified pieces kept in memory as well, e.g. 128MiB (0: none).") var memoryCacheSize: String?
     @Option(name: .customLong("piece-size"), help: "Bytes per piece of newly prepared objects (default 256KiB).") var pieceSize: String?
     @Option(name: .customLong("prepare-jobs"), help: "Prepare jobs that run at once (default 3).") var prepareJobs: String?
+    @Option(name: .customLong("registry-entries"), help: "Objects whose checksums the registry keeps, the ones used last (default 200000).") var registryEntries: String?
     @Option(help: "ws://HOST:PORT/swarm/v1/ws of the tracker (default: embedded).") var tracker: String?
     @Option(name: .customLong("prefetch-segments"), help: "Segments after the one a player reads fetched from peers ahead (default 3).") var prefetchSegments: String?
     @Option(name: .customLong("read-ahead"), help: "Seconds of a VOD prepared past its furthest player, without --tracker (default 60; 0: none; all: whole).") var readAhead: String?
@@ -48,6 +49,7 @@ struct ServeCommand: AsyncParsableCommand {
         f["memory-cache-size"] = memoryCacheSize
         f["piece-size"] = pieceSize
         f["prepare-jobs"] = prepareJobs
+        f["registry-entries"] = registryEntries
         f["tracker"] = tracker
         f["peer-deadline"] = peerDeadline
         f["peer-url"] = peerURL

@@ -17,6 +17,7 @@ struct TrackerCommand: AsyncParsableCommand {
     @Option(name: .customLong("cache-size"), help: "Hard bound of the seed's piece store, e.g. 10GiB.") var cacheSize: String?
     @Option(name: .customLong("piece-size"), help: "Bytes per piece of newly prepared objects (default 256KiB).") var pieceSize: String?
     @Option(name: .customLong("prepare-jobs"), help: "Prepare jobs that run at once (default 8).") var prepareJobs: String?
+    @Option(name: .customLong("registry-entries"), help: "Objects whose checksums the registry keeps, the ones used last (default 1000000).") var registryEntries: String?
     @Option(name: .customLong("max-object-size"), help: "Largest media object fetched from an origin, e.g. 4GiB.") var maxObjectSize: String?
     @Option(name: .customLong("origin-idle-timeout"), help: "Seconds an origin may send nothing before a preparation fails.") var originIdleTimeout: String?
     @Option(name: .customLong("read-ahead"), help: "Seconds of a VOD prepared past its furthest player (default 60; 0: none; all: whole).") var readAhead: String?
@@ -38,6 +39,7 @@ struct TrackerCommand: AsyncParsableCommand {
         f["cache-size"] = cacheSize
         f["piece-size"] = pieceSize
         f["prepare-jobs"] = prepareJobs
+        f["registry-entries"] = registryEntries
         f["max-object-size"] = maxObjectSize
         f["origin-idle-timeout"] = originIdleTimeout
         // Repeated flags add up (each may be a comma list), as the setting is a list.
