@@ -38,11 +38,29 @@ public final class TrafficStats: Sendable {
         case originChanged = "origin_changed"
     }
 
+    /// Streams whose counts are kept (`/stat?xresid=`), the ones counted last.
+    public static let maxStreams = 100_000
+
+    struct Stream {
+        var totals = Totals()
+        /// Peers that delivered pieces of the stream.
+        var peers: Set<String> = []
+    }
+
     struct State {
+        /// Changes the counts of stream `xresid`, kept as counted last.
+        mutating func stream(_ xresid: String, _ change: (inout Stream) -> Void) {
+            var stream = streams.use(xresid) ?? Stream()
+            change(&stream)
+            streams.put(xresid, stream)
+            _ = streams.takeLetGo()
+        }
+
         var total = Totals()
-        var streams: [String: Totals] = [:]
-        /// Peers that delivered pieces, per stream and in all.
-        var peers: [String: Set<String>] = [:]
+        /// Per stream, the ones counted last: every xresid ever seen was kept for good, and a
+        /// client can make up as many as it likes.
+        var streams = RecentTable<Stream>(capacity: TrafficStats.maxStreams)
+        /// Peers that delivered pieces, in all.
         var allPeers: Set<String> = []
         var fallbacks: [FallbackReason: Int] = [:]
         var badPieces = 0
@@ -133,8 +151,12 @@ public final class TrafficStats: Sendable {
     /// `peer` delivered bytes of stream `xresid`.
     public func notePeer(_ peer: String, xresid: String) {
         let count = state.withLock { s -> Int? in
-            guard s.peers[xresid, default: []].insert(peer).inserted else { return nil }
-            s.streams[xresid, default: Totals()].peers = s.peers[xresid]!.count
+            var new = false
+            s.stream(xresid) { stream in
+                new = stream.peers.insert(peer).inserted
+                stream.totals.peers = stream.peers.count
+            }
+            guard new else { return nil }
             guard s.allPeers.insert(peer).inserted else { return nil }
             s.total.peers = s.allPeers.count
             return s.allPeers.count
@@ -157,7 +179,7 @@ public final class TrafficStats: Sendable {
                 }
             }
             bump(&s.total)
-            bump(&s.streams[xresid, default: Totals()])
+            s.stream(xresid) { bump(&$0.totals) }
         }
     }
 
@@ -176,7 +198,7 @@ public final class TrafficStats: Sendable {
         counter.increment(by: Int64(count))
         state.withLock { s in
             s.total[keyPath: field] += Int64(count)
-            s.streams[xresid, default: Totals()][keyPath: field] += Int64(count)
+            s.stream(xresid) { $0.totals[keyPath: field] += Int64(count) }
         }
     }
 
@@ -199,7 +221,7 @@ public final class TrafficStats: Sendable {
 
     public var total: Totals { state.withLock { $0.total } }
 
-    public func stream(_ xresid: String) -> Totals? { state.withLock { $0.streams[xresid] } }
+    public func stream(_ xresid: String) -> Totals? { state.withLock { $0.streams.peek(xresid)?.totals } }
 
 
     public func prometheusText() -> [UInt8] { registry.emitToBuffer() }

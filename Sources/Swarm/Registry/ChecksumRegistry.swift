@@ -8,63 +8,22 @@ import Synchronization
 /// peer. Reads come from memory; every change is written through to the storage. Entries
 /// whose write failed (a full disk) go again with the next write, until one passes.
 ///
-/// At most `capacity` entries are kept, the ones used last (`Generations`): every object a
+/// At most `capacity` entries are kept, the ones used last (`RecentTable`): every object a
 /// player ever asked for, kept for good, grew a tracker's memory and file without end (about
 /// 1 KB and 600 bytes each), and a client asking for made-up paths grew them as fast as the
 /// origin answered 404s. An entry let go is deleted from the storage and its owner told
 /// (`onEvicted`); the object is prepared again if a player comes back for it.
 public final class ChecksumRegistry: Sendable {
     private let storage: any RegistryStorage
-    private let entries: Mutex<Generations>
+    /// The entries, the ones used last (an entry being prepared is carried over, its job
+    /// under way).
+    private let entries: Mutex<RecentTable<RegistryEntry>>
     /// Ids of entries changed in memory whose write failed.
     private let unsaved = Mutex<Set<String>>([])
     private let evictedObserver = Mutex<(@Sendable ([ObjectKey]) -> Void)?>(nil)
     private let logger: Logger
     private let writeFailures: RepeatedFailureLog
     public let capacity: Int
-
-    /// The entries in two generations, for an LRU bound at the cost of a dictionary move: a
-    /// new or used entry goes into `young`; when `young` holds half the capacity, `old` (what
-    /// was not used since the last turn) is let go and `young` becomes `old`. An entry being
-    /// prepared is carried over, its job under way.
-    struct Generations {
-        var young: [String: RegistryEntry] = [:]
-        var old: [String: RegistryEntry] = [:]
-        /// Let go, and not yet deleted from the storage nor told.
-        var evicted: [String: ObjectKey] = [:]
-        let half: Int
-
-        var count: Int { young.count + old.count }
-
-        /// The entry without counting a use (for writing it).
-        func peek(_ id: String) -> RegistryEntry? { young[id] ?? old[id] }
-
-        /// The entry, counted as used.
-        mutating func use(_ id: String) -> RegistryEntry? {
-            if let e = young[id] { return e }
-            guard let e = old.removeValue(forKey: id) else { return nil }
-            put(e)
-            return e
-        }
-
-        mutating func put(_ e: RegistryEntry) {
-            let id = e.key.id
-            old[id] = nil
-            evicted[id] = nil
-            young[id] = e
-            guard young.count >= half else { return }
-            for (id, e) in old {
-                if e.state == .preparing { young[id] = e } else { evicted[id] = e.key }
-            }
-            old = young
-            young = [:]
-        }
-
-        mutating func takeEvicted() -> [ObjectKey] {
-            defer { evicted = [:] }
-            return Array(evicted.values)
-        }
-    }
 
     /// Opens the registry over `storage`, keeping at most `capacity` entries (at least 2): of
     /// more stored, the most recently changed.
@@ -74,11 +33,8 @@ public final class ChecksumRegistry: Sendable {
         self.capacity = max(2, capacity)
         writeFailures = RepeatedFailureLog("registry write failed", logger: logger)
         let stored = try storage.loadEntries().sorted { $0.updated > $1.updated }
-        var g = Generations(half: self.capacity / 2)
-        for (i, e) in stored.prefix(self.capacity).enumerated() {
-            if i < g.half - 1 { g.young[e.key.id] = e } else { g.old[e.key.id] = e }
-        }
-        let dropped = stored.dropFirst(self.capacity).map(\.key.id)
+        var g = RecentTable<RegistryEntry>(capacity: self.capacity) { $0.state == .preparing }
+        let dropped = g.load(stored.map { ($0.key.id, $0) })
         entries = Mutex(g)
         if !dropped.isEmpty {
             logger.info("registry entries past its capacity dropped", metadata: ["dropped": "\(dropped.count)", "capacity": "\(self.capacity)"])
@@ -150,13 +106,13 @@ public final class ChecksumRegistry: Sendable {
                 var e = all.use(key.id) ?? RegistryEntry(key: key)
                 guard change(i, &e) else { return nil }
                 e.updated = now
-                all.put(e)
+                all.put(e.key.id, e)
                 return e
             }
             // Earlier changes whose write failed, as they are now (those changed again are
             // in `changed`; those left as they were still need writing, unless let go since).
             let unwritten = backlog.subtracting(changed.map(\.key.id)).compactMap { all.peek($0) }
-            return (changed + unwritten, all.takeEvicted())
+            return (changed + unwritten, all.takeLetGo().values.map(\.key))
         }
         if !updated.isEmpty {
             do {
