@@ -36,12 +36,12 @@ enum SwarmgateProcess {
         try p.run()
         if let stdin { input.fileHandleForWriting.write(stdin) }
         try input.fileHandleForWriting.close()
-        p.waitUntilExit()
-        guard p.terminationReason == .exit else { throw CLIFailure("swarmgate \(arguments.first ?? "") died of signal \(p.terminationStatus)") }
+        p.waitForEnd()
+        guard p.endReason == .exit else { throw CLIFailure("swarmgate \(arguments.first ?? "") died of signal \((p.endStatus ?? -1))") }
         try out.close()
         try err.close()
         return Result(
-            status: p.terminationStatus, stdout: try Data(contentsOf: outURL),
+            status: (p.endStatus ?? -1), stdout: try Data(contentsOf: outURL),
             stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
     }
 }

@@ -24,21 +24,21 @@ struct FullDiskTests {
         p.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: "/dev/full"))
         p.standardOutput = FileHandle.nullDevice
         try p.run()
-        defer { if p.isRunning { p.terminate() } }
+        defer { if !p.hasEnded { p.terminate() } }
         var healthy = false
         let deadline = ContinuousClock.now + .seconds(60)
-        while !healthy && p.isRunning && ContinuousClock.now < deadline {
+        while !healthy && !p.hasEnded && ContinuousClock.now < deadline {
             healthy = (try? await HTTP.get("http://127.0.0.1:\(port)/health"))?.status == 200
             if !healthy { try await Task.sleep(for: .milliseconds(100)) }
         }
-        #expect(healthy, "\(command) answers /health (running: \(p.isRunning), status \(p.isRunning ? 0 : p.terminationStatus))")
+        #expect(healthy, "\(command) answers /health (running: \(!p.hasEnded), status \(!p.hasEnded ? 0 : (p.endStatus ?? -1)))")
         p.terminate()
         // Waited for without holding a thread of the suite's two.
         let stopping = ContinuousClock.now + .seconds(30)
-        while p.isRunning && ContinuousClock.now < stopping { try await Task.sleep(for: .milliseconds(50)) }
-        #expect(!p.isRunning)
-        guard !p.isRunning else { return }
-        #expect(p.terminationReason == .exit && p.terminationStatus == 0, "a clean stop: \(p.terminationReason.rawValue) \(p.terminationStatus)")
+        while !p.hasEnded && ContinuousClock.now < stopping { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(p.hasEnded)
+        guard p.hasEnded else { return }
+        #expect(p.endReason == .exit && (p.endStatus ?? -1) == 0, "a clean stop: \((p.endReason?.rawValue ?? -1)) \((p.endStatus ?? -1))")
     }
 
     @Test(.enabled(if: Live.canMountSmallDisks)) func aRewriteOntoAFullDiskLeavesThePreviousOutputWholeAndNoTemporaryFile() throws {
@@ -64,8 +64,8 @@ struct FullDiskTests {
         try p.run()
         let seen = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let said = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0, "the disk was set up: \(said)")
+        p.waitForEnd()
+        #expect((p.endStatus ?? -1) == 0, "the disk was set up: \(said)")
         #expect(seen == "status=1\nout.m3u8\nprevious", "exit 1, the old output whole, nothing else: \(seen)")
         #expect(said.contains(": cannot write output: No space left on device"), "\(said)")
     }

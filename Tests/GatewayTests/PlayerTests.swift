@@ -117,12 +117,12 @@ enum Players {
         p.standardError = FileHandle.nullDevice
         p.standardInput = FileHandle.nullDevice
         try p.run()
-        let watchdog = DispatchWorkItem { if p.isRunning { p.terminate() } }
+        let watchdog = DispatchWorkItem { if !p.hasEnded { p.terminate() } }
         DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
         let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
+        p.waitForEnd()
         watchdog.cancel()
-        guard p.terminationStatus == 0 else { throw TestFailure("ffmpeg failed on \(input)") }
+        guard (p.endStatus ?? -1) == 0 else { throw TestFailure("ffmpeg failed on \(input)") }
         return String(decoding: data, as: UTF8.self).split(separator: "\n").filter { !$0.hasPrefix("#") }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import TestScratch
 import Testing
 
 /// libcurl and libcrypto are loaded when first used, not when the process starts: a command
@@ -22,14 +23,14 @@ struct SystemLibraryTests {
         let (input, output, errors) = (Pipe(), Pipe(), Pipe())
         (p.standardInput, p.standardOutput, p.standardError) = (input, output, errors)
         try p.run()
-        DispatchQueue.global().asyncAfter(deadline: .now() + 30) { if p.isRunning { p.terminate() } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 30) { if !p.hasEnded { p.terminate() } }
         input.fileHandleForWriting.write(Data(stdin.utf8))
         try input.fileHandleForWriting.close()
         let out = output.fileHandleForReading.readDataToEndOfFile()
         let err = errors.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        #expect(p.terminationStatus != 99, "could not cover \(paths)")
-        return (p.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+        p.waitForEnd()
+        #expect((p.endStatus ?? -1) != 99, "could not cover \(paths)")
+        return ((p.endStatus ?? -1), String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
     }
 
     /// Where the dynamic loader finds `library` (`ldconfig -p`: "libcurl.so.4 (libc6,x86-64) => /lib/…").
@@ -41,7 +42,7 @@ struct SystemLibraryTests {
         p.standardOutput = output
         try p.run()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
+        p.waitForEnd()
         return text.split(separator: "\n").first { $0.trimmingCharacters(in: .whitespaces).hasPrefix(library + " ") }
             .flatMap { line in line.range(of: "=> ").map { String(line[$0.upperBound...]).trimmingCharacters(in: .whitespaces) } }
     }

@@ -97,7 +97,7 @@ final class TLSOrigin: @unchecked Sendable {
         try process.run()
         let deadline = ContinuousClock.now + .seconds(10)
         while !FileManager.default.fileExists(atPath: folder + "/nginx.pid") {
-            guard ContinuousClock.now < deadline, process.isRunning else { throw OriginTestFailure("nginx did not start") }
+            guard ContinuousClock.now < deadline, !process.hasEnded else { throw OriginTestFailure("nginx did not start") }
             Thread.sleep(forTimeInterval: 0.05)
         }
     }
@@ -110,8 +110,8 @@ final class TLSOrigin: @unchecked Sendable {
     }
 
     func stop() {
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
+        if !process.hasEnded { process.terminate() }
+        process.waitForEnd()
         try? FileManager.default.removeItem(atPath: folder)
     }
 
@@ -137,8 +137,8 @@ final class TLSOrigin: @unchecked Sendable {
         p.standardError = FileHandle.nullDevice
         p.standardOutput = FileHandle.nullDevice
         try p.run()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw OriginTestFailure("\(tool) \(arguments) failed") }
+        p.waitForEnd()
+        guard (p.endStatus ?? -1) == 0 else { throw OriginTestFailure("\(tool) \(arguments) failed") }
     }
 }
 

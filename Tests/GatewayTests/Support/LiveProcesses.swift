@@ -73,21 +73,20 @@ final class LiveProcess: @unchecked Sendable {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if let m = stderr.firstMatch(of: pattern) { return String(m.1) }
-            if !process.isRunning { break }
+            if process.hasEnded { break }
             try await Task.sleep(for: .milliseconds(50))
         }
         throw TestFailure("process did not print \(pattern); stderr:\n\(stderr)")
     }
 
     /// Sends `signal`, and SIGKILL if the process has not exited after `grace`: a child may
-    /// inherit a blocked SIGTERM from the test runner.
+    /// inherit a blocked SIGTERM from the test runner. Never `waitUntilExit()` (`hasEnded`).
     func stop(signal: Int32 = SIGTERM, grace: Duration = .seconds(10)) {
         try? inPipe.fileHandleForWriting.close()
-        if process.isRunning { kill(process.processIdentifier, signal) }
-        let deadline = ContinuousClock.now + grace
-        while process.isRunning && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        if !process.hasEnded { kill(process.processIdentifier, signal) }
+        guard !process.waitForEnd(timeout: grace) else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitForEnd(timeout: .seconds(10))
     }
 
     /// Whether the process ended by itself within `timeout`, and its exit status.
@@ -96,8 +95,8 @@ final class LiveProcess: @unchecked Sendable {
     /// every other test of the process.
     func waitForExit(timeout: Duration) async -> Int32? {
         let deadline = ContinuousClock.now + timeout
-        while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
-        return process.isRunning ? nil : process.terminationStatus
+        while !process.hasEnded && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+        return process.endStatus
     }
 
     deinit { stop(signal: SIGKILL) }

@@ -47,8 +47,8 @@ enum TestEnvironment {
         try input.fileHandleForWriting.close()
         let o = out.fileHandleForReading.readDataToEndOfFile()
         let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+        p.waitForEnd()
+        return ((p.endStatus ?? -1), String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
     }
 
     /// A new empty folder among the test run's files (`Scratch`).
