@@ -388,15 +388,20 @@ public final class PieceStore: Sendable {
     }
 
     /// Forgets everything held of `key` (its checksums changed, or it was removed).
-    public func remove(_ key: ObjectKey) {
-        let id = key.id
-        let gone = state.withLock { s -> Bool in
-            guard let info = s.objects.removeValue(forKey: id) else { return false }
-            s.usedBytes -= info.storedBytes
-            unlink(dataPath(id))
-            return true
+    public func remove(_ key: ObjectKey) { remove([key]) }
+
+    /// Removes these objects together: one write of the index for them all.
+    public func remove(_ keys: [ObjectKey]) {
+        let gone = state.withLock { s -> [String] in
+            keys.compactMap { key in
+                let id = key.id
+                guard let info = s.objects.removeValue(forKey: id) else { return nil }
+                s.usedBytes -= info.storedBytes
+                unlink(dataPath(id))
+                return id
+            }
         }
-        if gone { finishEviction([id]) }
+        finishEviction(gone)
     }
 
     // MARK: internals

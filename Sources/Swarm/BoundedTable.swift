@@ -10,31 +10,32 @@ extension Dictionary {
 
 /// A table of at most `capacity` entries, the ones used last (an approximate LRU at the cost
 /// of a dictionary move): a new or used entry goes into the young generation; when that holds
-/// half the capacity, the old one (what was not used since the last turn) is let go, but for
-/// the entries `carry` keeps, and the young one becomes old. What is let go waits in
-/// `takeLetGo()` for its owner (put again before that, it is not let go).
+/// half the capacity, the old one (what was not used since the last turn) is let go whole,
+/// and the young one becomes old. What is let go waits in `takeLetGo` for its owner (put again
+/// before that, it is not let go), so that a turn costs the lock nothing but moves.
 public struct RecentTable<Value> {
     private var young: [String: Value] = [:]
     private var old: [String: Value] = [:]
     private var letGo: [String: Value] = [:]
     public let half: Int
-    private let carry: @Sendable (Value) -> Bool
 
-    public init(capacity: Int, carry: @escaping @Sendable (Value) -> Bool = { _ in false }) {
+    public init(capacity: Int) {
         half = max(1, capacity / 2)
-        self.carry = carry
     }
 
-    /// Fills a new table with `entries`, the most recently used first, as many as it keeps;
-    /// returns the keys of those left out.
-    public mutating func load(_ entries: [(key: String, value: Value)]) -> [String] {
-        for (i, e) in entries.prefix(2 * half).enumerated() {
-            if i < half - 1 { young[e.key] = e.value } else { old[e.key] = e.value }
+    /// Fills a new table with `entries`, the most recently used first: as many as it keeps go
+    /// into the old generation (a generation of grace: the table may hold half as many again
+    /// until its first turn), the rest are let go at once.
+    public mutating func load(_ entries: [(key: String, value: Value)]) {
+        for (i, e) in entries.enumerated() {
+            if i < 2 * half { old[e.key] = e.value } else { letGo[e.key] = e.value }
         }
-        return entries.dropFirst(2 * half).map(\.key)
     }
 
     public var count: Int { young.count + old.count }
+
+    /// Whether entries wait to be taken by `takeLetGo`.
+    public var hasLetGo: Bool { !letGo.isEmpty }
 
     /// The entry, without counting a use.
     public func peek(_ key: String) -> Value? { young[key] ?? old[key] }
@@ -42,28 +43,50 @@ public struct RecentTable<Value> {
     /// The entry, counted as used.
     public mutating func use(_ key: String) -> Value? {
         if let value = young[key] { return value }
-        guard let value = old[key] else { return nil }
-        put(key, value)
+        guard let value = old.removeValue(forKey: key) else { return nil }
+        young[key] = value
+        turnIfFull()
         return value
     }
 
     /// Puts `value` under `key`, counted as used.
     public mutating func put(_ key: String, _ value: Value) {
-        old[key] = nil
+        update(key, make: { value }) { $0 = value }
+    }
+
+    /// Changes the entry of `key` where it stands (made by `make` if there is none), counted as
+    /// used.
+    public mutating func update(_ key: String, make: () -> Value, _ change: (inout Value) -> Void) {
         letGo[key] = nil
-        young[key] = value
+        if young[key] == nil { young[key] = old.removeValue(forKey: key) ?? make() }
+        change(&young[key]!)
+        turnIfFull()
+    }
+
+    /// Drops the entry of `key` (not let go: its owner moved it elsewhere).
+    public mutating func remove(_ key: String) {
+        if young.removeValue(forKey: key) == nil { old[key] = nil }
+    }
+
+    private mutating func turnIfFull() {
         guard young.count >= half else { return }
-        for (key, value) in old {
-            if carry(value) { young[key] = value } else { letGo[key] = value }
-        }
+        if letGo.isEmpty { letGo = old } else { letGo.merge(old) { _, turned in turned } }
         old = young
         young = [:]
     }
 
-    /// The entries let go since the last call.
-    public mutating func takeLetGo() -> [String: Value] {
-        defer { letGo = [:] }
-        return letGo
+    /// Forgets the entries let go (an owner with nothing to do for them).
+    public mutating func dropLetGo() { letGo = [:] }
+
+    /// Up to `limit` of the entries let go, taken out.
+    public mutating func takeLetGo(upTo limit: Int) -> [(key: String, value: Value)] {
+        guard letGo.count > limit else {
+            defer { letGo = [:] }
+            return letGo.map { ($0.key, $0.value) }
+        }
+        let taken = Array(letGo.prefix(limit).map { ($0.key, $0.value) })
+        for (key, _) in taken { letGo[key] = nil }
+        return taken
     }
 }
 

@@ -131,38 +131,46 @@ struct ChecksumRegistryTests {
         Set(try SQLiteRegistryStorage(path: path).loadEntries().map(\.key.id))
     }
 
-    /// The registry keeps at most its capacity of entries, the ones used last (read or
-    /// changed): one never used since half the capacity came after it is let go, from memory
-    /// and from the file, and its owner hears of it. Every object asked for was kept for good.
+    /// The registry keeps at most its capacity of ready entries, the ones used last (read or
+    /// changed): one not used while half the capacity came after it is let go, from memory and
+    /// from the file, and its owner hears of it (to remove its pieces). Entries of objects not
+    /// ready (failed: a client asking for made-up paths) have a table of their own, a tenth
+    /// the size (100 at least), and never push a ready one out. Every object was kept for good.
     @Test func theEntriesUsedLastAreKeptUpToTheCapacity() async throws {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let path = folder + "/bounded.sqlite"
-        let registry = try ChecksumRegistry(storage: try SQLiteRegistryStorage(path: path), capacity: 10, logger: Logger(label: "test"))
         let told = Mutex<[ObjectKey]>([])
-        registry.onEvicted { keys in told.withLock { $0 += keys } }
-        // Object 0 is played all along; object 1 is being prepared (its job runs on).
-        registry.markPreparing([key(1)])
-        for i in [0] + Array(2..<40) {
+        let registry = try ChecksumRegistry(storage: try SQLiteRegistryStorage(path: path), capacity: 10, logger: Logger(label: "test")) { keys in
+            told.withLock { $0 += keys }
+        }
+        // Object 0 is played all along; the others come one after the other.
+        for i in 0..<40 {
             registry.markReady(key(i), checksums: checksums(UInt8(i)), etag: nil, lastModified: nil, contentType: nil)
-            #expect(registry.count <= 11, "\(registry.count) kept after \(i)")
+            #expect(registry.count <= 10, "\(registry.count) kept after \(i)")
             #expect(registry.checksums(key(0)) == checksums(0), "the object played is kept")
         }
+        // 300 made-up paths the origin lacks: their failures churn their own table.
+        for i in 1000..<1300 { registry.markFailed(key(i), "404") }
+        #expect(registry.count <= 10 + 100)
+        #expect((1000..<1300).filter { registry.holds(key($0)) }.count < 100)
         let kept = Set((0..<40).filter { registry.holds(key($0)) })
-        #expect(kept.isSuperset(of: [0, 1] + Array(35..<40)), "the last ones and those used: \(kept.sorted())")
-        #expect(!kept.contains(2) && !kept.contains(20), "\(kept.sorted())")
+        #expect(kept.isSuperset(of: [0] + Array(35..<40)), "the last ones and the one played: \(kept.sorted())")
+        #expect(!kept.contains(1) && !kept.contains(20), "\(kept.sorted())")
+        let failedKept = Set((1000..<1300).filter { registry.holds(key($0)) }.map { key($0).id })
         // Deleted and told in the background, off the caller's time.
-        try await settled { try storedIDs(path) == Set(kept.map { key($0).id }) && told.withLock { $0 }.count >= 40 - kept.count }
-        #expect(try storedIDs(path) == Set(kept.map { key($0).id }), "the file holds what memory does")
-        let letGo = Set(told.withLock { $0 }.map(\.id))
-        #expect(letGo == Set((0..<40).filter { !kept.contains($0) }.map { key($0).id }), "the owner heard of each let go, once")
-        #expect(told.withLock { $0 }.count == letGo.count)
-        #expect(registry.entry(key(1))?.state == .preparing, "an object being prepared is kept")
+        let want = Set(kept.map { key($0).id }).union(failedKept)
+        try await settled { try storedIDs(path) == want }
+        #expect(try storedIDs(path) == want, "the file holds what memory does")
+        let letGo = told.withLock { $0 }.map(\.id)
+        #expect(Set(letGo) == Set((0..<40).filter { !kept.contains($0) }.map { key($0).id }), "the owner heard of each ready one let go, and of no failed one")
+        #expect(letGo.count == Set(letGo).count, "once each")
         // Let go, an object is unknown: asked for again, it is prepared again.
-        #expect(registry.checksums(key(2)) == nil)
+        #expect(registry.checksums(key(1)) == nil)
     }
 
     /// A file of more entries than the capacity (written by a registry with a larger one)
-    /// opens with the most recently changed ones, and the rest are deleted from it.
+    /// opens with the most recently changed ones, and the rest are deleted from it and from
+    /// the store.
     @Test func aFileOfMoreThanTheCapacityKeepsTheNewest() async throws {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let path = folder + "/shrunk.sqlite"
@@ -172,14 +180,22 @@ struct ChecksumRegistryTests {
             try await Task.sleep(for: .milliseconds(2))  // each a later `updated`
         }
         #expect(try storedIDs(path).count == 30)
-        let small = try ChecksumRegistry(storage: try SQLiteRegistryStorage(path: path), capacity: 10, logger: Logger(label: "test"))
+        let told = Mutex<Set<String>>([])
+        let small = try ChecksumRegistry(storage: try SQLiteRegistryStorage(path: path), capacity: 10, logger: Logger(label: "test")) { keys in
+            told.withLock { $0.formUnion(keys.map(\.id)) }
+        }
         #expect(small.count == 10)
         #expect((0..<30).filter { small.holds(key($0)) } == Array(20..<30))
-        #expect(small.checksums(key(20)) == checksums(20))
+        try await settled { try storedIDs(path) == Set((20..<30).map { key($0).id }) }
         #expect(try storedIDs(path) == Set((20..<30).map { key($0).id }))
+        #expect(told.withLock { $0 } == Set((0..<20).map { key($0).id }), "their pieces go too")
+        // Those loaded are there to be used until half the capacity was (then those not used
+        // are let go, as any).
+        #expect((26..<30).allSatisfy { small.checksums(key($0)) == checksums(UInt8($0)) })
+        #expect(small.count == 10)
         // And it stays bounded from there.
         for i in 30..<50 { small.markReady(key(i), checksums: checksums(UInt8(i)), etag: nil, lastModified: nil, contentType: nil) }
-        #expect(small.count <= 11)
+        #expect(small.count <= 10)
         try await settled { try storedIDs(path).count == small.count }
         #expect(try storedIDs(path).count == small.count)
     }

@@ -50,10 +50,8 @@ public final class TrafficStats: Sendable {
     struct State {
         /// Changes the counts of stream `xresid`, kept as counted last.
         mutating func stream(_ xresid: String, _ change: (inout Stream) -> Void) {
-            var stream = streams.use(xresid) ?? Stream()
-            change(&stream)
-            streams.put(xresid, stream)
-            _ = streams.takeLetGo()
+            streams.update(xresid, make: { Stream() }, change)
+            if streams.hasLetGo { streams.dropLetGo() }
         }
 
         var total = Totals()

@@ -146,7 +146,9 @@ public final class SwarmNode: Sendable {
         let storage: SQLiteRegistryStorage
         do {
             storage = try SQLiteRegistryStorage(path: registryPath)
-            registry = try ChecksumRegistry(storage: storage, capacity: registryEntries, logger: logger)
+            // Pieces are served only against the registry's checksums: without them they are
+            // dead weight in the store, and an announced holder that cannot serve.
+            registry = try ChecksumRegistry(storage: storage, capacity: registryEntries, logger: logger) { [store] keys in store.remove(keys) }
             prepareQueue = try PrepareQueue(
                 registry: registry, storage: storage,
                 preparer: Preparer(origin: origin, store: store, maxObjectSize: maxObjectSize, logger: logger, onOriginBytes: onPrepareBytes),
@@ -176,11 +178,6 @@ public final class SwarmNode: Sendable {
         self.onBadPiece = onBadPiece
         self.onFallback = onFallback
         self.logger = logger
-        // Pieces are served only against the registry's checksums: without them they are
-        // dead weight in the store, and an announced holder that cannot serve.
-        registry.onEvicted { [store] keys in
-            for key in keys { store.remove(key) }
-        }
     }
 
     // MARK: the tracker
@@ -354,6 +351,8 @@ public final class SwarmNode: Sendable {
     /// no playlist known yet wait for its plan if `remember`.
     @discardableResult
     public func reached(_ ids: [String], remember: Bool = true) -> [ObjectRef] {
+        // Played: the registry keeps them (a node holding an object's checksums asks no more).
+        registry.touch(ids)
         let due = readAhead.reached(ids, remember: remember)
         guard !due.isEmpty else { return [] }
         let queue = prepareQueue

@@ -8,44 +8,80 @@ import Synchronization
 /// peer. Reads come from memory; every change is written through to the storage. Entries
 /// whose write failed (a full disk) go again with the next write, until one passes.
 ///
-/// At most `capacity` entries are kept, the ones used last (`RecentTable`): every object a
-/// player ever asked for, kept for good, grew a tracker's memory and file without end (about
-/// 1 KB and 600 bytes each), and a client asking for made-up paths grew them as fast as the
-/// origin answered 404s. An entry let go is deleted from the storage and its owner told
-/// (`onEvicted`); the object is prepared again if a player comes back for it.
+/// At most `capacity` ready entries are kept, the ones used last (`RecentTable`), and a tenth
+/// as many others (failed, being prepared: a client asking for made-up paths churns only
+/// those): every object a player ever asked for was kept for good, and grew a tracker's memory
+/// and file without end (about 1 KB and 600 bytes each). An entry let go is deleted from the
+/// storage and its pieces removed (`evicted`), a chunk at a time on a queue of its own, under
+/// the entries' lock, so that an object asked for again meanwhile keeps its new entry and
+/// pieces; it is prepared again if a player comes back for it.
 public final class ChecksumRegistry: Sendable {
-    private let storage: any RegistryStorage
-    /// The entries, the ones used last (an entry being prepared is carried over, its job
-    /// under way).
-    private let entries: Mutex<RecentTable<RegistryEntry>>
-    /// Ids of entries changed in memory whose write failed.
-    private let unsaved = Mutex<Set<String>>([])
-    private let evictedObserver = Mutex<(@Sendable ([ObjectKey]) -> Void)?>(nil)
-    private let logger: Logger
-    private let writeFailures: RepeatedFailureLog
-    public let capacity: Int
+    /// The entries: ready ones and the others, each the ones used last.
+    struct Entries {
+        var ready: RecentTable<RegistryEntry>
+        var other: RecentTable<RegistryEntry>
 
-    /// Opens the registry over `storage`, keeping at most `capacity` entries (at least 2): of
-    /// more stored, the most recently changed.
-    public init(storage: any RegistryStorage, capacity: Int = 1_000_000, logger: Logger) throws(RegistryError) {
-        self.storage = storage
-        self.logger = logger
-        self.capacity = max(2, capacity)
-        writeFailures = RepeatedFailureLog("registry write failed", logger: logger)
-        let stored = try storage.loadEntries().sorted { $0.updated > $1.updated }
-        var g = RecentTable<RegistryEntry>(capacity: self.capacity) { $0.state == .preparing }
-        let dropped = g.load(stored.map { ($0.key.id, $0) })
-        entries = Mutex(g)
-        if !dropped.isEmpty {
-            logger.info("registry entries past its capacity dropped", metadata: ["dropped": "\(dropped.count)", "capacity": "\(self.capacity)"])
-            try storage.deleteEntries(dropped)
+        init(capacity: Int) {
+            ready = RecentTable(capacity: capacity)
+            other = RecentTable(capacity: max(100, capacity / 10))
+        }
+
+        var count: Int { ready.count + other.count }
+        var hasLetGo: Bool { ready.hasLetGo || other.hasLetGo }
+        func peek(_ id: String) -> RegistryEntry? { ready.peek(id) ?? other.peek(id) }
+        mutating func use(_ id: String) -> RegistryEntry? { ready.use(id) ?? other.use(id) }
+
+        mutating func put(_ e: RegistryEntry) {
+            let id = e.key.id
+            if e.state == .ready {
+                other.remove(id)
+                ready.put(id, e)
+            } else {
+                ready.remove(id)
+                other.put(id, e)
+            }
         }
     }
 
-    /// Has `observer` hear of the objects whose entries were let go (their pieces are of no
-    /// use without checksums).
-    public func onEvicted(_ observer: @escaping @Sendable ([ObjectKey]) -> Void) {
-        evictedObserver.withLock { $0 = observer }
+    private let storage: any RegistryStorage
+    private let entries: Mutex<Entries>
+    /// Ids of entries changed in memory whose write failed.
+    private let unsaved = Mutex<Set<String>>([])
+    /// Told of the objects let go, under the entries' lock (it must not call the registry).
+    private let evicted: @Sendable ([ObjectKey]) -> Void
+    /// Where what is let go is deleted: SQLite writes, not on Swift's few cooperative threads.
+    private let evictions = DispatchQueue(label: "swarmgate.registry.evictions", qos: .utility)
+    private let evictionScheduled = Atomic<Bool>(false)
+    /// Let-go entries whose delete failed (a full disk), tried again with the next ones.
+    private let undeleted = Mutex<Set<String>>([])
+    private let logger: Logger
+    private let writeFailures: RepeatedFailureLog
+    public let capacity: Int
+    /// Entries let go per turn of the eviction queue (per hold of the entries' lock).
+    static let evictionChunk = 1000
+
+    /// Opens the registry over `storage`, keeping `capacity` ready entries (at least 2) and a
+    /// tenth as many others; of more stored, the most recently changed (the rest let go at
+    /// once). `evicted` hears of the objects let go, under the registry's lock: it must not
+    /// call the registry.
+    public init(
+        storage: any RegistryStorage, capacity: Int = 1_000_000, logger: Logger, evicted: @escaping @Sendable ([ObjectKey]) -> Void = { _ in }
+    ) throws(RegistryError) {
+        self.storage = storage
+        self.logger = logger
+        self.evicted = evicted
+        self.capacity = max(2, capacity)
+        writeFailures = RepeatedFailureLog("registry write failed", logger: logger)
+        let stored = try storage.loadEntries().sorted { $0.updated > $1.updated }
+        var e = Entries(capacity: self.capacity)
+        e.ready.load(stored.filter { $0.state == .ready }.map { ($0.key.id, $0) })
+        e.other.load(stored.filter { $0.state != .ready }.map { ($0.key.id, $0) })
+        let past = e.hasLetGo
+        entries = Mutex(e)
+        if past {
+            logger.info("registry entries past its capacity let go", metadata: ["capacity": "\(self.capacity)"])
+            scheduleEvictions()
+        }
     }
 
     /// How many entries are kept.
@@ -54,8 +90,62 @@ public final class ChecksumRegistry: Sendable {
     /// Whether an entry of `key` is kept, without counting a use.
     func holds(_ key: ObjectKey) -> Bool { entries.withLock { $0.peek(key.id) != nil } }
 
+    /// Runs `body` on the entries, then has what a turn let go deleted.
+    private func withEntries<T>(_ body: (inout Entries) -> T) -> T {
+        let (result, letGo) = entries.withLock { e in (body(&e), e.hasLetGo) }
+        if letGo { scheduleEvictions() }
+        return result
+    }
+
+    private func scheduleEvictions() {
+        guard evictionScheduled.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
+        evictions.async { self.evict() }
+    }
+
+    /// Deletes what is let go, a chunk at a time: its pieces and its rows, under the entries'
+    /// lock, so that no entry made again meanwhile loses either.
+    private func evict() {
+        evictionScheduled.store(false, ordering: .sequentiallyConsistent)
+        var retry = undeleted.withLock { u in
+            defer { u = [] }
+            return u
+        }
+        while true {
+            let (done, failed) = entries.withLock { e -> (Bool, (ids: [String], error: RegistryError)?) in
+                var chunk = e.ready.takeLetGo(upTo: Self.evictionChunk).map(\.value)
+                chunk += e.other.takeLetGo(upTo: Self.evictionChunk - chunk.count).map(\.value)
+                let gone = chunk.filter { e.peek($0.key.id) == nil }
+                let ids = gone.map(\.key.id) + retry.filter { e.peek($0) == nil }
+                retry = []
+                // Only a ready copy's pieces: an object being prepared keeps its job, which
+                // makes the entry again when it ends.
+                let ready = gone.filter { $0.state == .ready }.map(\.key)
+                if !ready.isEmpty { evicted(ready) }
+                do {
+                    try storage.deleteEntries(ids)
+                    return (!e.hasLetGo, nil)
+                } catch {
+                    return (!e.hasLetGo, (ids, RegistryError("\(error)")))
+                }
+            }
+            if let failed {
+                // Kept on disk meanwhile, and tried again in a while (or at the next start,
+                // past the capacity).
+                undeleted.withLock { $0.formUnion(failed.ids) }
+                writeFailures.failed(["evicted": "\(failed.ids.count)", "error": "\(failed.error)"])
+                evictions.asyncAfter(deadline: .now() + 5) { self.scheduleEvictions() }
+            }
+            if done { return }
+        }
+    }
+
+    /// Counts these objects as used (nodes want or announce them: the swarm plays them).
+    public func touch(_ ids: some Sequence<String>) {
+        withEntries { e in for id in ids { _ = e.use(id) } }
+    }
+
     public func entry(_ key: ObjectKey) -> RegistryEntry? {
-        entries.withLock { $0.use(key.id) }
+        withEntries { $0.use(key.id) }
     }
 
     /// The entry of `key` and its checksums, when it is ready.
@@ -63,17 +153,17 @@ public final class ChecksumRegistry: Sendable {
 
     /// The entry of the object with id `id` and its checksums, when it is ready.
     public func ready(id: String) -> (entry: RegistryEntry, checksums: PieceChecksums)? {
-        entries.withLock { e in e.use(id).flatMap { entry in entry.state == .ready ? entry.checksums.map { (entry, $0) } : nil } }
+        withEntries { e in e.use(id).flatMap { entry in entry.state == .ready ? entry.checksums.map { (entry, $0) } : nil } }
     }
 
-    /// Which of `ids` are ready, looked up together.
+    /// Which of `ids` are ready, looked up together (not counted as used: a status poll).
     public func readyIDs(_ ids: [String]) -> Set<String> {
-        entries.withLock { e in Set(ids.filter { id in e.use(id).map { $0.state == .ready && $0.checksums != nil } ?? false }) }
+        entries.withLock { e in Set(ids.filter { id in e.peek(id).map { $0.state == .ready && $0.checksums != nil } ?? false }) }
     }
 
-    /// Those of `ids` whose last preparation failed.
+    /// Those of `ids` whose last preparation failed (not counted as used).
     public func failedIDs(_ ids: [String]) -> Set<String> {
-        entries.withLock { e in Set(ids.filter { e.use($0)?.state == .failed }) }
+        entries.withLock { e in Set(ids.filter { e.peek($0)?.state == .failed }) }
     }
 
     /// The checksums of `key`, when it is ready.
@@ -101,38 +191,25 @@ public final class ChecksumRegistry: Sendable {
             defer { u = [] }
             return u
         }
-        let (updated, evicted) = entries.withLock { all -> ([RegistryEntry], [ObjectKey]) in
+        let updated = withEntries { all -> [RegistryEntry] in
             let changed = keys.enumerated().compactMap { i, key -> RegistryEntry? in
                 var e = all.use(key.id) ?? RegistryEntry(key: key)
                 guard change(i, &e) else { return nil }
                 e.updated = now
-                all.put(e.key.id, e)
+                all.put(e)
                 return e
             }
             // Earlier changes whose write failed, as they are now (those changed again are
             // in `changed`; those left as they were still need writing, unless let go since).
-            let unwritten = backlog.subtracting(changed.map(\.key.id)).compactMap { all.peek($0) }
-            return (changed + unwritten, all.takeLetGo().values.map(\.key))
+            return changed + backlog.subtracting(changed.map(\.key.id)).compactMap { all.peek($0) }
         }
-        if !updated.isEmpty {
-            do {
-                try storage.save(updated)
-                writeFailures.succeeded()
-            } catch {
-                unsaved.withLock { $0.formUnion(updated.map(\.key.id)) }
-                writeFailures.failed(["objects": "\(keys.count)", "first": "\(keys[0])", "error": "\(error)"])
-            }
-        }
-        guard !evicted.isEmpty else { return }
-        // Half the capacity at a time, up to half a million rows: not on the caller's time (a
-        // player's request, a node's message). An entry made again meanwhile is kept.
-        Task.detached(priority: .utility) { [self] in
-            let gone = evicted.filter { !holds($0) }
-            // Not deleted (a full disk): kept on disk, and dropped past the capacity at the next start.
-            do { try storage.deleteEntries(gone.map(\.id)) } catch {
-                writeFailures.failed(["evicted": "\(gone.count)", "error": "\(error)"])
-            }
-            evictedObserver.withLock { $0 }?(gone)
+        guard !updated.isEmpty else { return }
+        do {
+            try storage.save(updated)
+            writeFailures.succeeded()
+        } catch {
+            unsaved.withLock { $0.formUnion(updated.map(\.key.id)) }
+            writeFailures.failed(["objects": "\(keys.count)", "first": "\(keys[0])", "error": "\(error)"])
         }
     }
 

@@ -10,6 +10,9 @@ public final class SQLiteRegistryStorage: RegistryStorage {
     public init(path: String) throws(RegistryError) {
         do {
             var config = Configuration()
+            // Another connection writing (an operator's sqlite3, a second reader opening the
+            // file) is waited for, not an error at once, as in the piece store's index.
+            config.busyMode = .timeout(5)
             config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
             database = try DatabasePool(path: path, configuration: config)
             try database.write { db in
