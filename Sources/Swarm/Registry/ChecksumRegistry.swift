@@ -12,14 +12,17 @@ import Synchronization
 /// as many others (failed, being prepared: a client asking for made-up paths churns only
 /// those): every object a player ever asked for was kept for good, and grew a tracker's memory
 /// and file without end (about 1 KB and 600 bytes each). An entry let go is deleted from the
-/// storage and its pieces removed (`evicted`), a chunk at a time on a queue of its own, under
-/// the entries' lock, so that an object asked for again meanwhile keeps its new entry and
-/// pieces; it is prepared again if a player comes back for it.
+/// storage and its pieces removed (`evicted`), a chunk at a time on a queue of its own (see
+/// `evict`); it is prepared again if a player comes back for it.
 public final class ChecksumRegistry: Sendable {
     /// The entries: ready ones and the others, each the ones used last.
     struct Entries {
         var ready: RecentTable<RegistryEntry>
         var other: RecentTable<RegistryEntry>
+        /// Let go, and being deleted now (rows and pieces).
+        var evicting: Set<String> = []
+        /// Of those, made again meanwhile: their rows are written again after the delete.
+        var revived: Set<String> = []
 
         init(capacity: Int) {
             ready = RecentTable(capacity: capacity)
@@ -33,6 +36,7 @@ public final class ChecksumRegistry: Sendable {
 
         mutating func put(_ e: RegistryEntry) {
             let id = e.key.id
+            if evicting.contains(id) { revived.insert(id) }
             if e.state == .ready {
                 other.remove(id)
                 ready.put(id, e)
@@ -47,7 +51,7 @@ public final class ChecksumRegistry: Sendable {
     private let entries: Mutex<Entries>
     /// Ids of entries changed in memory whose write failed.
     private let unsaved = Mutex<Set<String>>([])
-    /// Told of the objects let go, under the entries' lock (it must not call the registry).
+    /// Told of the ready objects let go (to remove their pieces), on the eviction queue.
     private let evicted: @Sendable ([ObjectKey]) -> Void
     /// Where what is let go is deleted: SQLite writes, not on Swift's few cooperative threads.
     private let evictions = DispatchQueue(label: "swarmgate.registry.evictions", qos: .utility)
@@ -57,13 +61,12 @@ public final class ChecksumRegistry: Sendable {
     private let logger: Logger
     private let writeFailures: RepeatedFailureLog
     public let capacity: Int
-    /// Entries let go per turn of the eviction queue (per hold of the entries' lock).
-    static let evictionChunk = 1000
+    /// Entries let go per turn of the eviction queue.
+    static let evictionChunk = 250
 
     /// Opens the registry over `storage`, keeping `capacity` ready entries (at least 2) and a
     /// tenth as many others; of more stored, the most recently changed (the rest let go at
-    /// once). `evicted` hears of the objects let go, under the registry's lock: it must not
-    /// call the registry.
+    /// once). `evicted` hears of the ready objects let go, on a queue of the registry's own.
     public init(
         storage: any RegistryStorage, capacity: Int = 1_000_000, logger: Logger, evicted: @escaping @Sendable ([ObjectKey]) -> Void = { _ in }
     ) throws(RegistryError) {
@@ -102,8 +105,11 @@ public final class ChecksumRegistry: Sendable {
         evictions.async { self.evict() }
     }
 
-    /// Deletes what is let go, a chunk at a time: its pieces and its rows, under the entries'
-    /// lock, so that no entry made again meanwhile loses either.
+    /// Deletes what is let go, a chunk at a time: its pieces and its rows. Not under the
+    /// entries' lock (a chunk's unlinks and deletes took 18 ms on average, 50 at most: every
+    /// request would wait, and a tracker letting half a million go would starve them); an
+    /// entry made again while its chunk is under way (`revived`) has its row written again
+    /// after it, and its pieces made since are fetched again when served (they are verified).
     private func evict() {
         evictionScheduled.store(false, ordering: .sequentiallyConsistent)
         var retry = undeleted.withLock { u in
@@ -111,31 +117,38 @@ public final class ChecksumRegistry: Sendable {
             return u
         }
         while true {
-            let (done, failed) = entries.withLock { e -> (Bool, (ids: [String], error: RegistryError)?) in
+            let (gone, ids, more) = entries.withLock { e -> ([RegistryEntry], [String], Bool) in
                 var chunk = e.ready.takeLetGo(upTo: Self.evictionChunk).map(\.value)
                 chunk += e.other.takeLetGo(upTo: Self.evictionChunk - chunk.count).map(\.value)
                 let gone = chunk.filter { e.peek($0.key.id) == nil }
                 let ids = gone.map(\.key.id) + retry.filter { e.peek($0) == nil }
-                retry = []
-                // Only a ready copy's pieces: an object being prepared keeps its job, which
-                // makes the entry again when it ends.
-                let ready = gone.filter { $0.state == .ready }.map(\.key)
-                if !ready.isEmpty { evicted(ready) }
-                do {
-                    try storage.deleteEntries(ids)
-                    return (!e.hasLetGo, nil)
-                } catch {
-                    return (!e.hasLetGo, (ids, RegistryError("\(error)")))
-                }
+                e.evicting.formUnion(ids)
+                return (gone, ids, e.hasLetGo)
             }
-            if let failed {
+            retry = []
+            // Only a ready copy's pieces: an object being prepared keeps its job, which makes
+            // the entry again when it ends.
+            let ready = gone.filter { $0.state == .ready }.map(\.key)
+            if !ready.isEmpty { evicted(ready) }
+            var failure: RegistryError?
+            do { try storage.deleteEntries(ids) } catch { failure = RegistryError("\(error)") }
+            let revived = entries.withLock { e -> [RegistryEntry] in
+                e.evicting.subtract(ids)
+                let back = e.revived.intersection(ids)
+                e.revived.subtract(back)
+                return back.compactMap { e.peek($0) }
+            }
+            if !revived.isEmpty {
+                do { try storage.save(revived) } catch { unsaved.withLock { $0.formUnion(revived.map(\.key.id)) } }
+            }
+            if let failure {
                 // Kept on disk meanwhile, and tried again in a while (or at the next start,
                 // past the capacity).
-                undeleted.withLock { $0.formUnion(failed.ids) }
-                writeFailures.failed(["evicted": "\(failed.ids.count)", "error": "\(failed.error)"])
+                undeleted.withLock { $0.formUnion(ids) }
+                writeFailures.failed(["evicted": "\(ids.count)", "error": "\(failure)"])
                 evictions.asyncAfter(deadline: .now() + 5) { self.scheduleEvictions() }
             }
-            if done { return }
+            if !more { return }
         }
     }
 
