@@ -117,7 +117,7 @@ struct RewriteCommandTests {
         let ended = Process()
         ended.executableURL = URL(fileURLWithPath: "/bin/true")
         try ended.run()
-        ended.waitForEnd()
+        ended.waitUntilGone()
         let stale = ".a.m3u8.\(ended.processIdentifier).123.tmp", live = ".a.m3u8.\(getpid()).456.tmp"
         for name in [stale, live, ".notes.tmp"] {
             _ = FileManager.default.createFile(atPath: out.appendingPathComponent(name).path, contents: Data("part".utf8))

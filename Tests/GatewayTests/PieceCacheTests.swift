@@ -644,8 +644,8 @@ final class PieceCacheTests {
         #expect(most == 2, "running at once: \(most)")
     }
 
-    /// A player's job that finds every slot taken runs beside the read-ahead jobs whose bodies
-    /// flow, as many more as they are, rather than stop one: a stopped job resumes by range
+    /// A player's job that finds every slot taken runs beside the read-ahead jobs, as many
+    /// more as they are, rather than stop one: a stopped job resumes by range
     /// from its last whole piece, and the origin sends again what it had sent past it. (Each
     /// player's job used to stop every running read-ahead job.) Past that, one
     /// read-ahead job goes back to the queue, the one furthest ahead in playback order.
@@ -686,7 +686,7 @@ final class PieceCacheTests {
         let running = try await jobs(port).filter { $0["state"] as? String == "running" }.compactMap { $0["url"] as? String }
         #expect(running.count == 4 && readAhead.allSatisfy { name in running.contains { $0.contains(name) } }, "running: \(running)")
         // A third player's job finds four running, the limit and as many as the read-ahead
-        // bodies flowing: the read-ahead job furthest ahead goes back to the queue, and
+        // jobs running: the read-ahead job furthest ahead goes back to the queue, and
         // resumes by range once there is room.
         let third = try await HTTP.get(proxied(port, "/obj/player-3.ts?size=1000"))
         #expect(third.status == 302, "\(third.status) \(third.text)")

@@ -105,7 +105,10 @@ struct PrepareQueueTests {
         }
         let readAhead = q.enqueue(key(0), url: url(0), urgent: false)
         try await until { q.job(readAhead.id)?.state == .running }
-        // One job runs at a time: a player's job sends the read-ahead one back to the queue.
+        // One job runs at a time, and a player's runs beside a read-ahead one: a second
+        // player's sends the read-ahead one back to the queue.
+        let beside = q.enqueue(key(3), url: url(3), urgent: true)
+        try await until { q.job(beside.id)?.state == .running && q.job(readAhead.id)?.state == .running }
         let player = q.enqueue(key(1), url: url(1), urgent: true)
         try await until { q.job(player.id)?.state == .running && q.job(readAhead.id)?.state == .queued }
         try await Task.sleep(for: .milliseconds(300))  // the stopped run has ended
@@ -129,7 +132,9 @@ struct PrepareQueueTests {
         }
         try await pausingEndsTheWaitForTheHead(of: player)
         #expect(await q.head(key(1), timeout: .zero) == nil, "no answer from the origin yet")
-        // The read-ahead job runs again now that the player's is paused: a third one waits.
+        // The read-ahead job runs again once the players' are paused: a third one waits.
+        #expect(q.pause(beside.id)?.state == .paused)
+        try await until { q.job(readAhead.id)?.state == .running }
         let waitingJob = q.enqueue(key(2), url: url(2), urgent: false)
         try await Task.sleep(for: .milliseconds(100))
         #expect(q.job(waitingJob.id)?.state == .queued)

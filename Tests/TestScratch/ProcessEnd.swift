@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Waiting for a child process without `Process.waitUntilExit()`. On Linux, Foundation learns
 /// that a child ended when a socket the child inherited closes; a sibling started at the same
 /// moment can inherit that socket too (swift-corelibs-foundation issue 4795), and then the
@@ -7,29 +11,44 @@ import Foundation
 /// It did, in a full test run: both of the suite's cooperative threads stuck in it, stopping
 /// origins whose processes had long exited. The kernel's word is read here instead.
 extension Process {
-    /// Whether the child has ended: by Foundation's word, or the kernel's (a zombie, or gone).
+    /// What the kernel says of a child Foundation still calls running.
+    enum KernelState {
+        /// No such process: Foundation reaped it, and says so in a moment.
+        case reaped
+        /// A zombie, with waitpid(2)'s status.
+        case ended(status: Int32)
+        /// Running (or `/proc` could not be read: not taken for an end).
+        case running
+    }
+
+    /// Whether the child has ended: by Foundation's word, or the kernel's.
     public var hasEnded: Bool {
         if !isRunning { return true }
-        guard let state = Self.kernelState(processIdentifier) else { return true }
-        return state.state == "Z" || state.state == "X"
+        switch kernelState {
+        case .reaped, .ended: return true
+        case .running: return false
+        }
     }
 
     /// The exit status once the child has ended, as `terminationStatus` gives it (the code it
     /// exited with, or the signal that ended it); nil while it runs.
     public var endStatus: Int32? {
         if !isRunning { return terminationStatus }
-        guard let state = Self.kernelState(processIdentifier) else { return reapedByFoundation() ? terminationStatus : nil }
-        guard state.state == "Z" || state.state == "X", let status = state.exitCode else { return nil }
-        // waitpid(2)'s form: a signal in the low 7 bits, else the exit code above them.
-        return status & 0x7f == 0 ? (status >> 8) & 0xff : status & 0x7f
+        switch kernelState {
+        case .reaped: return reapedByFoundation() ? terminationStatus : nil
+        case .ended(let status): return status & 0x7f == 0 ? (status >> 8) & 0xff : status & 0x7f
+        case .running: return nil
+        }
     }
 
     /// How the child ended, as `terminationReason` gives it; nil while it runs.
     public var endReason: TerminationReason? {
         if !isRunning { return terminationReason }
-        guard let state = Self.kernelState(processIdentifier) else { return reapedByFoundation() ? terminationReason : nil }
-        guard state.state == "Z" || state.state == "X", let status = state.exitCode else { return nil }
-        return status & 0x7f == 0 ? .exit : .uncaughtSignal
+        switch kernelState {
+        case .reaped: return reapedByFoundation() ? terminationReason : nil
+        case .ended(let status): return status & 0x7f == 0 ? .exit : .uncaughtSignal
+        case .running: return nil
+        }
     }
 
     /// Waits for the end, polling, for at most `timeout`; whether it ended. Blocks the calling
@@ -44,6 +63,18 @@ extension Process {
         return true
     }
 
+    /// Waits until the child's process id is free (`kill(pid, 0)` says no such process), for
+    /// a test that needs the id of a process that no longer exists: a zombie still has it.
+    /// One Foundation does not reap within a second (issue 4795) is reaped here.
+    public func waitUntilGone() {
+        waitForEnd()
+        let reapBy = ContinuousClock.now + .seconds(1)
+        while kill(processIdentifier, 0) == 0 || errno != ESRCH {
+            if ContinuousClock.now >= reapBy { _ = waitpid(processIdentifier, nil, WNOHANG) }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+    }
+
     /// Foundation reaped the child (the kernel has no such process): it says so in a moment.
     private func reapedByFoundation() -> Bool {
         let deadline = ContinuousClock.now + .seconds(5)
@@ -51,15 +82,17 @@ extension Process {
         return !isRunning
     }
 
-    /// The state letter and exit code (field 52, Linux 3.5 and later) of `/proc/PID/stat`;
-    /// nil when there is no such process.
-    static func kernelState(_ pid: Int32) -> (state: Character, exitCode: Int32?)? {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = text.lastIndex(of: ")")
-        else { return nil }
+    /// `/proc/PID/stat`'s state letter and exit code (field 52, Linux 3.5 and later).
+    var kernelState: KernelState {
+        let path = "/proc/\(processIdentifier)/stat"
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            return access("/proc/\(processIdentifier)", F_OK) != 0 && errno == ENOENT ? .reaped : .running
+        }
         // The command name, in parentheses, may hold spaces: fields count from after it.
+        guard let close = text.lastIndex(of: ")") else { return .running }
         let fields = text[text.index(after: close)...].split(separator: " ")
-        guard let state = fields.first?.first else { return nil }
-        return (state, fields.count > 49 ? Int32(fields[49].trimmingCharacters(in: .whitespacesAndNewlines)) : nil)
+        guard let state = fields.first?.first, state == "Z" || state == "X" else { return .running }
+        guard fields.count > 49, let status = Int32(fields[49].trimmingCharacters(in: .whitespacesAndNewlines)) else { return .running }
+        return .ended(status: status)
     }
 }

@@ -6,7 +6,7 @@ import Synchronization
 
 /// The prepare jobs of a node or tracker (seed 001): persistent across restarts; paused,
 /// resumed and cancelled on request; at most `maxRunning` at once (and urgent ones, a player
-/// waiting, beside flowing read-ahead: see `startJobs`), urgent ones before
+/// waiting, beside running read-ahead: see `startJobs`), urgent ones before
 /// read-ahead, read-ahead in playback order. A `Service`: its `run()` starts jobs until
 /// graceful shutdown, when running jobs stop and keep their progress.
 public final class PrepareQueue: Service, Sendable {
@@ -424,12 +424,13 @@ public final class PrepareQueue: Service, Sendable {
     }
 
     /// Starts queued jobs while there is room. An urgent job (a player asked for it) that
-    /// finds no room while read-ahead jobs run takes the place of one the origin has not
-    /// answered yet; failing that, it runs beyond `maxRunning`, by as many as there are
-    /// read-ahead bodies flowing, rather than stop one: a stopped job resumes by range from its
-    /// last whole piece, and what the origin had sent past it (for a segment, often all the
-    /// rest, already in the socket) it would send again. Only past that is a flowing job sent
-    /// back to the queue, the one furthest ahead in playback order; it keeps its progress.
+    /// finds no room while read-ahead jobs run runs beyond `maxRunning`, by as many as there
+    /// are read-ahead jobs running, rather than stop one: a stopped job resumes by range from
+    /// its last whole piece, and what the origin had sent past it (for a segment, often all
+    /// the rest, already in the socket) it would send again; even one the origin seems not to
+    /// have answered may have its whole body on the way (an object of 20 kB came twice). Only
+    /// past that is a read-ahead job sent back to the queue: one not answered yet if any, the
+    /// one furthest ahead in playback order; it keeps its progress.
     private func startJobs() {
         // Jobs are not written as they start or go back to the queue: a job found running when
         // the storage is read again is queued anyway.
@@ -443,17 +444,14 @@ public final class PrepareQueue: Service, Sendable {
                 if busy >= maxRunning {
                     let readAhead = s.running.keys.compactMap { s.jobs[$0] }.filter { !$0.urgent }
                     guard next.urgent, !readAhead.isEmpty else { break }
-                    // Not answered yet (a run that heard a 404 or a manifest ends by itself).
-                    let unanswered = readAhead.filter { s.bodyStarted[$0.id] == nil && s.heads[$0.id] == nil }
-                    let flowing = readAhead.filter { s.bodyStarted[$0.id] != nil }
-                    let beside = maxRunning + flowing.count
-                    let victims = !unanswered.isEmpty ? unanswered : busy < beside ? [] : flowing
-                    if var victim = victims.max(by: { $0.sequence < $1.sequence }) {
+                    if busy >= maxRunning + readAhead.count {
+                        // One not answered yet if any (a run that heard a 404 or a manifest ends
+                        // by itself), the one furthest ahead.
+                        let unanswered = readAhead.filter { s.bodyStarted[$0.id] == nil && s.heads[$0.id] == nil }
+                        guard var victim = (unanswered.isEmpty ? readAhead : unanswered).max(by: { $0.sequence < $1.sequence }) else { break }
                         victim.state = .queued
                         s.jobs[victim.id] = victim
                         if let t = Self.stop(victim.id, &s) { preempted.append(t) }
-                    } else if busy >= beside {
-                        break
                     }
                 }
                 next.state = .running

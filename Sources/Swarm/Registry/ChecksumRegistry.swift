@@ -51,7 +51,8 @@ public final class ChecksumRegistry: Sendable {
     private let entries: Mutex<Entries>
     /// Ids of entries changed in memory whose write failed.
     private let unsaved = Mutex<Set<String>>([])
-    /// Told of the ready objects let go (to remove their pieces), on the eviction queue.
+    /// Told of the objects let go but those being prepared (to remove their pieces), on the
+    /// eviction queue.
     private let evicted: @Sendable ([ObjectKey]) -> Void
     /// Where what is let go is deleted: SQLite writes, not on Swift's few cooperative threads.
     private let evictions = DispatchQueue(label: "swarmgate.registry.evictions", qos: .utility)
@@ -66,7 +67,8 @@ public final class ChecksumRegistry: Sendable {
 
     /// Opens the registry over `storage`, keeping `capacity` ready entries (at least 2) and a
     /// tenth as many others; of more stored, the most recently changed (the rest let go at
-    /// once). `evicted` hears of the ready objects let go, on a queue of the registry's own.
+    /// once). `evicted` hears of the objects let go (but those being prepared), on a queue of the
+    /// registry's own.
     public init(
         storage: any RegistryStorage, capacity: Int = 1_000_000, logger: Logger, evicted: @escaping @Sendable ([ObjectKey]) -> Void = { _ in }
     ) throws(RegistryError) {
@@ -112,24 +114,27 @@ public final class ChecksumRegistry: Sendable {
     /// after it, and its pieces made since are fetched again when served (they are verified).
     private func evict() {
         evictionScheduled.store(false, ordering: .sequentiallyConsistent)
-        var retry = undeleted.withLock { u in
+        // Deletes that failed before, a chunk at a time too.
+        var retry = Array(undeleted.withLock { u in
             defer { u = [] }
             return u
-        }
+        })
+        var retryScheduled = false
         while true {
+            let again = retry.prefix(Self.evictionChunk)
+            retry.removeFirst(again.count)
             let (gone, ids, more) = entries.withLock { e -> ([RegistryEntry], [String], Bool) in
                 var chunk = e.ready.takeLetGo(upTo: Self.evictionChunk).map(\.value)
                 chunk += e.other.takeLetGo(upTo: Self.evictionChunk - chunk.count).map(\.value)
                 let gone = chunk.filter { e.peek($0.key.id) == nil }
-                let ids = gone.map(\.key.id) + retry.filter { e.peek($0) == nil }
+                let ids = gone.map(\.key.id) + again.filter { e.peek($0) == nil }
                 e.evicting.formUnion(ids)
                 return (gone, ids, e.hasLetGo)
             }
-            retry = []
-            // Only a ready copy's pieces: an object being prepared keeps its job, which makes
-            // the entry again when it ends.
-            let ready = gone.filter { $0.state == .ready }.map(\.key)
-            if !ready.isEmpty { evicted(ready) }
+            // Not the pieces of an object being prepared: its job goes on, and makes the entry
+            // again when it ends. (A failed or dropped one's are of no use.)
+            let withPieces = gone.filter { $0.state != .preparing }.map(\.key)
+            if !withPieces.isEmpty { evicted(withPieces) }
             var failure: RegistryError?
             do { try storage.deleteEntries(ids) } catch { failure = RegistryError("\(error)") }
             let revived = entries.withLock { e -> [RegistryEntry] in
@@ -146,9 +151,10 @@ public final class ChecksumRegistry: Sendable {
                 // past the capacity).
                 undeleted.withLock { $0.formUnion(ids) }
                 writeFailures.failed(["evicted": "\(ids.count)", "error": "\(failure)"])
-                evictions.asyncAfter(deadline: .now() + 5) { self.scheduleEvictions() }
+                if !retryScheduled { evictions.asyncAfter(deadline: .now() + 5) { self.scheduleEvictions() } }
+                retryScheduled = true
             }
-            if !more { return }
+            if !more && retry.isEmpty { return }
         }
     }
 

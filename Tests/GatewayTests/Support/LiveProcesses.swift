@@ -11,6 +11,8 @@ final class LiveProcess: @unchecked Sendable {
     // stderr text is guarded by `lock`.
     let process = Process()
     private let errText = LockedText()
+    /// Set when stderr reached its end (the child, and whatever inherited the pipe, closed it).
+    private let errDone = LockedText()
     private let outPipe = Pipe(), errPipe = Pipe(), inPipe = Pipe()
 
     init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
@@ -27,13 +29,14 @@ final class LiveProcess: @unchecked Sendable {
         // readabilityHandler: libdispatch's event loop could crash on the pipe's descriptor
         // closing under its source while many children come and go.
         let reader = errPipe.fileHandleForReading
-        let text = errText
+        let text = errText, done = errDone
         let thread = Thread {
             while true {
                 let d = reader.availableData
                 if d.isEmpty { break }
                 text.append(String(decoding: d, as: UTF8.self))
             }
+            done.append("end")
         }
         thread.start()
     }
@@ -96,6 +99,11 @@ final class LiveProcess: @unchecked Sendable {
     func waitForExit(timeout: Duration) async -> Int32? {
         let deadline = ContinuousClock.now + timeout
         while !process.hasEnded && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+        guard process.hasEnded else { return nil }
+        // What it wrote last is read by the stderr thread a moment later (2 s at most: a child
+        // of its own may hold the pipe).
+        let read = ContinuousClock.now + .seconds(2)
+        while errDone.value.isEmpty && ContinuousClock.now < read { try? await Task.sleep(for: .milliseconds(5)) }
         return process.endStatus
     }
 
@@ -214,8 +222,8 @@ enum Live {
         p.arguments = onSmallDisk(size: "64k", folder: NSTemporaryDirectory(), ["true"])
         p.standardError = FileHandle.nullDevice
         guard (try? p.run()) != nil else { return false }
-        p.waitUntilExit()
-        return p.terminationStatus == 0
+        p.waitForEnd()
+        return p.endStatus == 0
     }()
 
     /// The arguments of `/usr/bin/unshare` that run `command` with `folder` on a disk of its
@@ -271,7 +279,7 @@ enum XResIDs {
         inPipe.fileHandleForWriting.write(Data((host + path).utf8))
         try? inPipe.fileHandleForWriting.close()
         let out = outPipe.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
+        p.waitForEnd()
         return String(String(decoding: out, as: UTF8.self).prefix(32))
     }
 }
