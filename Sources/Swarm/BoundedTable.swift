@@ -17,7 +17,7 @@ public struct RecentTable<Value> {
     private var young: [String: Value] = [:]
     private var old: [String: Value] = [:]
     private var letGo: [String: Value] = [:]
-    public let half: Int
+    private let half: Int
 
     public init(capacity: Int) {
         half = max(1, capacity / 2)

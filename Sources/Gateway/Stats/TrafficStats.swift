@@ -51,7 +51,7 @@ public final class TrafficStats: Sendable {
         /// Changes the counts of stream `xresid`, kept as counted last.
         mutating func stream(_ xresid: String, _ change: (inout Stream) -> Void) {
             streams.update(xresid, make: { Stream() }, change)
-            if streams.hasLetGo { streams.dropLetGo() }
+            streams.dropLetGo()
         }
 
         var total = Totals()

@@ -61,7 +61,6 @@ public final class ChecksumRegistry: Sendable {
     private let undeleted = Mutex<Set<String>>([])
     private let logger: Logger
     private let writeFailures: RepeatedFailureLog
-    public let capacity: Int
     /// Entries let go per turn of the eviction queue.
     static let evictionChunk = 250
 
@@ -75,16 +74,16 @@ public final class ChecksumRegistry: Sendable {
         self.storage = storage
         self.logger = logger
         self.evicted = evicted
-        self.capacity = max(2, capacity)
+        let capacity = max(2, capacity)
         writeFailures = RepeatedFailureLog("registry write failed", logger: logger)
         let stored = try storage.loadEntries().sorted { $0.updated > $1.updated }
-        var e = Entries(capacity: self.capacity)
+        var e = Entries(capacity: capacity)
         e.ready.load(stored.filter { $0.state == .ready }.map { ($0.key.id, $0) })
         e.other.load(stored.filter { $0.state != .ready }.map { ($0.key.id, $0) })
         let past = e.hasLetGo
         entries = Mutex(e)
         if past {
-            logger.info("registry entries past its capacity let go", metadata: ["capacity": "\(self.capacity)"])
+            logger.info("registry entries past its capacity let go", metadata: ["capacity": "\(capacity)"])
             scheduleEvictions()
         }
     }
