@@ -77,21 +77,30 @@ struct ChecksumRegistryTests {
         #expect(try self.registry().checksums(key) == new, "as written")
     }
 
-    /// The registry's SQLite file with saves that fail while `failing` is set: a disk that
-    /// fails for a moment, which a real one cannot be made to do on demand.
+    /// The registry's SQLite file with saves that fail while `failing` is set, or that are
+    /// slow to begin (up to `slowStart` microseconds, at random): a disk that fails or stalls
+    /// for a moment, which a real one cannot be made to do on demand.
     final class FlakyStorage: RegistryStorage {
         let file: SQLiteRegistryStorage
         let failing = Atomic<Bool>(false)
+        let slowStart: UInt32
 
-        init(_ file: SQLiteRegistryStorage) { self.file = file }
+        init(_ file: SQLiteRegistryStorage, slowStart: UInt32 = 0) {
+            self.file = file
+            self.slowStart = slowStart
+        }
 
         func loadEntries() throws(RegistryError) -> [RegistryEntry] { try file.loadEntries() }
         func save(_ entries: [RegistryEntry]) throws(RegistryError) {
             if failing.load(ordering: .sequentiallyConsistent) { throw RegistryError("disk failed (test)") }
+            if slowStart > 0 { usleep(UInt32.random(in: 0...slowStart)) }
             try file.save(entries)
         }
         func loadJobs() throws(RegistryError) -> [PrepareJob] { try file.loadJobs() }
-        func save(jobs: [PrepareJob]) throws(RegistryError) { try file.save(jobs: jobs) }
+        func save(jobs: [PrepareJob]) throws(RegistryError) {
+            if slowStart > 0 { usleep(UInt32.random(in: 0...slowStart)) }
+            try file.save(jobs: jobs)
+        }
         func deleteEntries(_ ids: [String]) throws(RegistryError) { try file.deleteEntries(ids) }
         func deleteJobs(_ ids: [String]) throws(RegistryError) { try file.deleteJobs(ids) }
         func loadPlaylists() throws(RegistryError) -> [(name: String, refs: [ObjectRef])] { try file.loadPlaylists() }
@@ -115,6 +124,42 @@ struct ChecksumRegistryTests {
         storage.failing.store(false, ordering: .sequentiallyConsistent)
         #expect(!registry.drop(key, ifCopy: old))
         #expect(try self.registry().checksums(key) == new, "written with the drop that changed nothing")
+    }
+
+    /// Changes to the same entries from several threads at once (nodes' prepares, jobs ending,
+    /// copies dropped) leave the file as memory holds them, even on a disk whose writes stall:
+    /// a write of what memory held before another change never comes after that change's
+    /// write. (Each write took its rows when its change was made: after a stall, an older
+    /// state could be written last, and the next start would load it.)
+    @Test func theFileHoldsTheLastChangeOfEachEntryWhateverTheThreads() async throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let path = folder + "/threads.sqlite"
+        let storage = FlakyStorage(try SQLiteRegistryStorage(path: path), slowStart: 300)
+        let registry = try ChecksumRegistry(storage: storage, logger: Logger(label: "test"))
+        let k = key(0)
+        // Rounds of four changes at once, from threads of their own; after each, the file is
+        // read again.
+        var mismatches: [String] = []
+        for round in 0..<40 {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                Thread.detachNewThread {
+                    DispatchQueue.concurrentPerform(iterations: 4) { t in
+                        switch (round + t) % 3 {
+                        case 0: registry.markReady(k, checksums: checksums(UInt8(t)), etag: "\"\(round)-\(t)\"", lastModified: nil, contentType: nil)
+                        case 1: registry.markFailed(k, "404 in round \(round), thread \(t)")
+                        default: registry.markPreparing([k])
+                        }
+                    }
+                    done.resume()
+                }
+            }
+            let stored = try SQLiteRegistryStorage(path: path).loadEntries().first
+            let memory = registry.entry(k)
+            if stored?.state != memory?.state || stored?.etag != memory?.etag || stored?.error != memory?.error {
+                mismatches.append("round \(round): file \(String(describing: stored)), memory \(String(describing: memory))")
+            }
+        }
+        #expect(mismatches.count == 0, "of 40 rounds; the first: \(mismatches.first ?? "")")
     }
 
     func key(_ i: Int) -> ObjectKey { ObjectKey(xresid: "s", host: "cdn.example.com", path: "/seg-\(i).ts") }

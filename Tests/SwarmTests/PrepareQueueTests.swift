@@ -14,7 +14,7 @@ struct PrepareQueueTests {
 
     func key(_ i: Int) -> ObjectKey { ObjectKey(xresid: "s", host: "cdn.example.com", path: "/seg-\(i).ts") }
 
-    func queue(_ storage: SQLiteRegistryStorage, registry: ChecksumRegistry, keepDone: Int, origin: OriginClient = OriginClient()) throws -> PrepareQueue {
+    func queue(_ storage: any RegistryStorage, registry: ChecksumRegistry, keepDone: Int, origin: OriginClient = OriginClient()) throws -> PrepareQueue {
         let store = try PieceStore(directory: folder + "/cache", capacity: 1 << 20, logger: logger)
         let preparer = Preparer(origin: origin, store: store, maxObjectSize: 1 << 20, logger: logger)
         return try PrepareQueue(registry: registry, storage: storage, preparer: preparer, pieceSize: 1024, maxRunning: 1, keepDone: keepDone, logger: logger)
@@ -179,5 +179,39 @@ struct PrepareQueueTests {
         #expect(stored.count == 2001)
         #expect(stored.map(\.key) == objects.map(\.key) + [key(2000)])
         #expect(stored.allSatisfy { $0.state == .queued && !$0.urgent })
+    }
+
+    /// Jobs that fail at once (a host the gateway may not fetch), queued while the runner
+    /// starts and fails the ones before, on a disk whose writes stall: each object ends
+    /// `failed` in the registry and its job `failed` on disk, never `preparing` / `queued`
+    /// written over the outcome. (A job could start while its queuing was still being
+    /// written, and the write came last.)
+    @Test func aJobThatFailsAtOnceLeavesItsObjectFailed() async throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let storage = ChecksumRegistryTests.FlakyStorage(try SQLiteRegistryStorage(path: folder + "/registry-instant.sqlite"), slowStart: 300)
+        let registry = try ChecksumRegistry(storage: storage, logger: logger)
+        let q = try queue(storage, registry: registry, keepDone: 1000)  // the default policy refuses loopback
+        let running = Task { try await q.run() }
+        defer { running.cancel() }
+        let keys = (0..<200).map(key)
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            Thread.detachNewThread {
+                for (i, k) in keys.enumerated() {
+                    q.enqueue(k, url: "http://127.0.0.1:1/seg-\(i).ts", urgent: true)
+                    usleep(UInt32.random(in: 0...1000))
+                }
+                done.resume()
+            }
+        }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while q.jobs().contains(where: { !$0.state.isFinished }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(q.jobs().filter { $0.state == .failed }.count == keys.count)
+        let states = keys.map { registry.entry($0)?.state }
+        #expect(states.allSatisfy { $0 == .failed }, "not failed: \(states.indices.filter { states[$0] != .failed })")
+        let onDisk = try SQLiteRegistryStorage(path: folder + "/registry-instant.sqlite")
+        #expect(try onDisk.loadJobs().filter { $0.state != .failed }.map(\.key.path) == [], "queued again on disk")
+        #expect(try onDisk.loadEntries().filter { $0.state != .failed }.map(\.key.path) == [], "preparing on disk")
     }
 }

@@ -32,6 +32,11 @@ public final class PrepareQueue: Service, Sendable {
         /// operator's, for an object the swarm cannot take): the origin's answer, kept, sends
         /// the player on (each run would cost the origin a request).
         var heldBack: [String: (until: ContinuousClock.Instant, operators: Bool)] = [:]
+        /// Jobs just queued whose objects the registry does not yet say are being prepared:
+        /// not started until it does, or a run that failed at once would have its failure
+        /// overwritten by the `preparing` written after it (and the object sent to the origin
+        /// until the entry was let go). Counted, as two requests may queue one job at once.
+        var unmarked: [String: Int] = [:]
     }
 
     /// How long an object the swarm could not take (or a manifest at a media path) is left to
@@ -143,14 +148,21 @@ public final class PrepareQueue: Service, Sendable {
                 jobs.append(job)
                 if didChange {
                     if s.running[job.id] == nil { s.heads[job.id] = nil }
+                    s.unmarked[job.id, default: 0] += 1
                     changed.append(job)
                 }
             }
             return (jobs, changed)
         }
         if !changed.isEmpty {
+            // Written before any of them can start: a run's outcome is written after this.
             registry.markPreparing(changed.map(\.key))
             save(changed)
+            state.withLock { s in
+                for job in changed {
+                    s.unmarked[job.id] = s.unmarked[job.id].flatMap { $0 > 1 ? $0 - 1 : nil }
+                }
+            }
             wake.yield()
         }
         return jobs
@@ -437,7 +449,7 @@ public final class PrepareQueue: Service, Sendable {
         let preempted = state.withLock { s -> [Task<Void, Never>] in
             var preempted: [Task<Void, Never>] = []
             while true {
-                guard var next = s.jobs.values.filter({ $0.state == .queued && !s.stopping.contains($0.id) })
+                guard var next = s.jobs.values.filter({ $0.state == .queued && !s.stopping.contains($0.id) && s.unmarked[$0.id] == nil })
                     .min(by: { ($0.urgent ? 0 : 1, $0.sequence) < ($1.urgent ? 0 : 1, $1.sequence) })
                 else { break }
                 let busy = s.running.count + s.stopping.count

@@ -51,6 +51,8 @@ public final class ChecksumRegistry: Sendable {
     private let entries: Mutex<Entries>
     /// Ids of entries changed in memory whose write failed.
     private let unsaved = Mutex<Set<String>>([])
+    /// Held through each write of entries (`write(_:context:)`) and each delete.
+    private let writing = Mutex<Void>(())
     /// Told of the objects let go but those being prepared (to remove their pieces), on the
     /// eviction queue.
     private let evicted: @Sendable ([ObjectKey]) -> Void
@@ -135,16 +137,18 @@ public final class ChecksumRegistry: Sendable {
             let withPieces = gone.filter { $0.state != .preparing }.map(\.key)
             if !withPieces.isEmpty { evicted(withPieces) }
             var failure: RegistryError?
-            do { try storage.deleteEntries(ids) } catch { failure = RegistryError("\(error)") }
-            let revived = entries.withLock { e -> [RegistryEntry] in
+            // Under the writes' lock: a write that read one of these entries before it was let
+            // go is not done after the delete (its row would stay).
+            writing.withLock { _ in
+                do { try storage.deleteEntries(ids) } catch { failure = RegistryError("\(error)") }
+            }
+            let revived = entries.withLock { e -> [String] in
                 e.evicting.subtract(ids)
                 let back = e.revived.intersection(ids)
                 e.revived.subtract(back)
-                return back.compactMap { e.peek($0) }
+                return Array(back)
             }
-            if !revived.isEmpty {
-                do { try storage.save(revived) } catch { unsaved.withLock { $0.formUnion(revived.map(\.key.id)) } }
-            }
+            if !revived.isEmpty { write(revived, context: ["revived": "\(revived.count)"]) }
             if let failure {
                 // Kept on disk meanwhile, and tried again in a while (or at the next start,
                 // past the capacity).
@@ -205,29 +209,38 @@ public final class ChecksumRegistry: Sendable {
     private func update(_ keys: [ObjectKey], _ change: (Int, inout RegistryEntry) -> Bool) {
         guard !keys.isEmpty else { return }
         let now = Date()
-        let backlog = unsaved.withLock { u in
-            defer { u = [] }
-            return u
-        }
-        let updated = withEntries { all -> [RegistryEntry] in
-            let changed = keys.enumerated().compactMap { i, key -> RegistryEntry? in
+        let changed = withEntries { all -> [String] in
+            keys.enumerated().compactMap { i, key -> String? in
                 var e = all.use(key.id) ?? RegistryEntry(key: key)
                 guard change(i, &e) else { return nil }
                 e.updated = now
                 all.put(e)
-                return e
+                return key.id
             }
-            // Earlier changes whose write failed, as they are now (those changed again are
-            // in `changed`; those left as they were still need writing, unless let go since).
-            return changed + backlog.subtracting(changed.map(\.key.id)).compactMap { all.peek($0) }
         }
-        guard !updated.isEmpty else { return }
-        do {
-            try storage.save(updated)
-            writeFailures.succeeded()
-        } catch {
-            unsaved.withLock { $0.formUnion(updated.map(\.key.id)) }
-            writeFailures.failed(["objects": "\(keys.count)", "first": "\(keys[0])", "error": "\(error)"])
+        // Even with nothing changed: earlier changes whose write failed go with it.
+        write(changed, context: ["objects": "\(keys.count)", "first": "\(keys[0])"])
+    }
+
+    /// Writes the entries of `ids` as memory holds them when the write begins, with those whose
+    /// write failed before, one write at a time: two changes to one entry made in one order are
+    /// never written in the other (a write of what memory held earlier cannot come last).
+    private func write(_ ids: [String], context: Logger.Metadata) {
+        writing.withLock { _ in
+            let backlog = unsaved.withLock { u in
+                defer { u = [] }
+                return u
+            }
+            // Those let go since are not written (their rows are deleted).
+            let rows = entries.withLock { e in backlog.union(ids).compactMap { e.peek($0) } }
+            guard !rows.isEmpty else { return }
+            do {
+                try storage.save(rows)
+                writeFailures.succeeded()
+            } catch {
+                unsaved.withLock { $0.formUnion(rows.map(\.key.id)) }
+                writeFailures.failed(context.merging(["error": "\(error)"]) { $1 })
+            }
         }
     }
 
