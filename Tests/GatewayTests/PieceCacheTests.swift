@@ -751,6 +751,38 @@ final class PieceCacheTests {
         #expect(try await originStats("\(name)/seg0.ts")["requests"] as? Int == 3, "prepared twice, and the player's own request")
     }
 
+    /// A cache opened with a registry that does not hold its objects (an operator deleted the
+    /// registry's file, or a node stopped between a removal's two steps) removes their pieces
+    /// at start: they could never be served (no checksums to check them against), only
+    /// announced to peers, who would be answered 404.
+    @Test func piecesTheRegistryDoesNotHoldAreRemovedAtStart() async throws {
+        let cache = Live.cacheFolder()
+        let name = "orphan-\(UUID().uuidString.prefix(8))"
+        var (g, port) = try await gateway(cache: cache)
+        for i in 0..<3 {
+            let ready = try await Live.whenReady(proxied(port, "/obj/\(name)-\(i).ts?size=100000"))
+            #expect(ready.status == 200)
+        }
+        g.stop(signal: SIGTERM)
+        #expect(try Live.dataFiles(in: cache).count == 3)
+        // The same registry again: every object kept.
+        (g, port) = try await gateway(cache: cache)
+        #expect(try await HTTP.get(proxied(port, "/obj/\(name)-0.ts?size=100000")).status == 200)
+        g.stop(signal: SIGTERM)
+        #expect(try Live.dataFiles(in: cache).count == 3)
+        for file in ["registry.sqlite", "registry.sqlite-wal", "registry.sqlite-shm"] {
+            try? FileManager.default.removeItem(atPath: cache + "/" + file)
+        }
+        (g, port) = try await gateway(cache: cache)
+        defer { g.stop() }
+        let left = try Live.dataFiles(in: cache)
+        #expect(left.isEmpty, "\(left)")
+        // Unknown to this registry, the objects are prepared again and served.
+        let again = try await Live.whenReady(proxied(port, "/obj/\(name)-1.ts?size=100000"))
+        let want = try await direct("/obj/\(name)-1.ts?size=100000")
+        #expect(again.status == 200 && again.body == want)
+    }
+
     @Test func aRedirectingOriginKeepsTheObjectsKey() async throws {
         let (g, port) = try await gateway()
         defer { g.stop() }

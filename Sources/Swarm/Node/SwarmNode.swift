@@ -156,6 +156,20 @@ public final class SwarmNode: Sendable {
         } catch {
             throw SwarmError("registry: \(error)")
         }
+        // Pieces of objects the registry does not hold (its file replaced, or written by a
+        // node stopped between a removal's two steps) could be neither served nor kept
+        // track of, only announced: removed now, but those a queued job goes on with.
+        var unusable: [ObjectKey] = []
+        for id in store.heldObjects() {
+            guard let key = store.info(id: id)?.key, !registry.holds(key),
+                prepareQueue.job(id.prefixID).map({ $0.state.isFinished }) ?? true
+            else { continue }
+            unusable.append(key)
+        }
+        if !unusable.isEmpty {
+            logger.info("pieces of objects the registry does not hold removed", metadata: ["objects": "\(unusable.count)"])
+            store.remove(unusable)
+        }
         self.origin = origin
         // The playlists read ahead are kept beside the jobs: after a restart, players who read
         // a playlist before it (VOD players read it once) still move the window on.
