@@ -78,11 +78,13 @@ struct ChecksumRegistryTests {
     }
 
     /// The registry's SQLite file with saves that fail while `failing` is set, or that are
-    /// slow to begin (up to `slowStart` microseconds, at random): a disk that fails or stalls
-    /// for a moment, which a real one cannot be made to do on demand.
+    /// slow to begin (up to `slowStart` microseconds, at random; entries' saves `stall`
+    /// microseconds more while it is set): a disk that fails or stalls for a moment, which a
+    /// real one cannot be made to do on demand.
     final class FlakyStorage: RegistryStorage {
         let file: SQLiteRegistryStorage
         let failing = Atomic<Bool>(false)
+        let stall = Atomic<UInt32>(0)
         let slowStart: UInt32
 
         init(_ file: SQLiteRegistryStorage, slowStart: UInt32 = 0) {
@@ -94,6 +96,8 @@ struct ChecksumRegistryTests {
         func save(_ entries: [RegistryEntry]) throws(RegistryError) {
             if failing.load(ordering: .sequentiallyConsistent) { throw RegistryError("disk failed (test)") }
             if slowStart > 0 { usleep(UInt32.random(in: 0...slowStart)) }
+            let stalled = stall.load(ordering: .sequentiallyConsistent)
+            if stalled > 0 { usleep(stalled) }
             try file.save(entries)
         }
         func loadJobs() throws(RegistryError) -> [PrepareJob] { try file.loadJobs() }

@@ -214,4 +214,24 @@ struct PrepareQueueTests {
         #expect(try onDisk.loadJobs().filter { $0.state != .failed }.map(\.key.path) == [], "queued again on disk")
         #expect(try onDisk.loadEntries().filter { $0.state != .failed }.map(\.key.path) == [], "preparing on disk")
     }
+
+    /// A job paused while its queuing is still being written stays paused on disk: the
+    /// queuing's write (of the job as it was queued) came last, and the next start ran a job
+    /// the operator had paused.
+    @Test func aJobPausedWhileItsQueuingIsWrittenStaysPausedOnDisk() async throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let path = folder + "/registry-paused.sqlite"
+        let storage = ChecksumRegistryTests.FlakyStorage(try SQLiteRegistryStorage(path: path))
+        let registry = try ChecksumRegistry(storage: storage, logger: logger)
+        let q = try queue(storage, registry: registry, keepDone: 10)  // not run: the job stays queued
+        storage.stall.store(300_000, ordering: .sequentiallyConsistent)  // the registry's write of "preparing"
+        let queuing = Task.detached { q.enqueue(key(7), url: "http://cdn.example.com/seg-7.ts", urgent: false) }
+        let id = key(7).id.prefixID
+        while q.job(id) == nil { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(q.pause(id)?.state == .paused)
+        storage.stall.store(0, ordering: .sequentiallyConsistent)
+        _ = await queuing.value
+        #expect(try SQLiteRegistryStorage(path: path).loadJobs().map(\.state) == [.paused])
+        #expect(q.job(id)?.state == .paused)
+    }
 }

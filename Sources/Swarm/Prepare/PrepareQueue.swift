@@ -37,6 +37,10 @@ public final class PrepareQueue: Service, Sendable {
         /// overwritten by the `preparing` written after it (and the object sent to the origin
         /// until the entry was let go). Counted, as two requests may queue one job at once.
         var unmarked: [String: Int] = [:]
+        /// Jobs whose end (done, failed, cancelled) is being told to the registry: not queued
+        /// again until it has been, or the old run's outcome would land on the new run (a done
+        /// job, its checksums not yet in the registry, was started over from the first byte).
+        var settling: Set<String> = []
     }
 
     /// How long an object the swarm could not take (or a manifest at a media path) is left to
@@ -74,6 +78,9 @@ public final class PrepareQueue: Service, Sendable {
     private let finishedObserver = Mutex<(@Sendable (ObjectRef) -> Void)?>(nil)
     private let logger: Logger
     private let saveFailures: RepeatedFailureLog
+    /// Held through each write or delete of jobs: each writes the jobs as memory holds them
+    /// then, so an older state of a job is never written after a newer one.
+    private let jobWrites = Mutex<Void>(())
 
     init(
         registry: ChecksumRegistry, storage: any RegistryStorage, preparer: Preparer, pieceSize: Int, maxRunning: Int,
@@ -120,8 +127,13 @@ public final class PrepareQueue: Service, Sendable {
             }
             return old
         }
-        do { try storage.deleteJobs(dropped) } catch {
-            logger.error("cannot drop finished prepare jobs", metadata: ["error": "\(error)"])
+        guard !dropped.isEmpty else { return }
+        jobWrites.withLock { _ in
+            // Not one queued again since (its new row stays).
+            let gone = state.withLock { s in dropped.filter { s.jobs[$0] == nil } }
+            do { try storage.deleteJobs(gone) } catch {
+                logger.error("cannot drop finished prepare jobs", metadata: ["error": "\(error)"])
+            }
         }
     }
 
@@ -157,7 +169,7 @@ public final class PrepareQueue: Service, Sendable {
         if !changed.isEmpty {
             // Written before any of them can start: a run's outcome is written after this.
             registry.markPreparing(changed.map(\.key))
-            save(changed)
+            save(changed.map(\.id))
             state.withLock { s in
                 for job in changed {
                     s.unmarked[job.id] = s.unmarked[job.id].flatMap { $0 > 1 ? $0 - 1 : nil }
@@ -173,6 +185,7 @@ public final class PrepareQueue: Service, Sendable {
         _ key: ObjectKey, url: String, urgent: Bool, retry: Bool, _ s: inout State, registry: ChecksumRegistry, pieceSize: Int
     ) -> (PrepareJob, Bool) {
         if var job = s.jobs[key.id.prefixID] {
+            if s.settling.contains(job.id) { return (job, false) }
             switch job.state {
             case .queued, .running, .paused:
                 guard urgent && !job.urgent && job.state != .paused else { return (job, false) }
@@ -369,7 +382,7 @@ public final class PrepareQueue: Service, Sendable {
         for c in waiters { c.resume() }
         if task == nil { stopWaitingForHead(id) }  // a running job's run ends them as it stops
         task?.cancel()
-        if let job { save([job]) }
+        if let job { save([job.id]) }
         wake.yield()
         return job
     }
@@ -381,7 +394,7 @@ public final class PrepareQueue: Service, Sendable {
             s.jobs[id] = job
             return job
         }
-        if let job { save([job]) }
+        if let job { save([job.id]) }
         wake.yield()
         return job
     }
@@ -389,18 +402,20 @@ public final class PrepareQueue: Service, Sendable {
     /// Cancels a job: it stops, its progress is dropped and the object is unknown again.
     public func cancel(_ id: String) -> PrepareJob? {
         let (job, task, waiters) = state.withLock { s -> (PrepareJob?, Task<Void, Never>?, [CheckedContinuation<Void, Never>]) in
-            guard var job = s.jobs[id], job.state != .done else { return (s.jobs[id], nil, []) }
+            guard var job = s.jobs[id], job.state != .done, !s.settling.contains(id) else { return (s.jobs[id], nil, []) }
             job.state = .cancelled
             job.restart()
             s.jobs[id] = job
+            s.settling.insert(id)
             return (job, Self.stop(id, &s), Self.takeEndWaiters(id, &s))
         }
         for c in waiters { c.resume() }
         if task == nil { stopWaitingForHead(id) }
         task?.cancel()
         if let job, job.state == .cancelled {
-            save([job])
+            save([job.id])
             registry.markUnknown(job.key)
+            _ = state.withLock { $0.settling.remove(id) }
         }
         wake.yield()
         return job
@@ -425,7 +440,7 @@ public final class PrepareQueue: Service, Sendable {
         }
         for t in tasks { t.cancel() }
         for t in tasks { await t.value }
-        save(state.withLock { s in ids.compactMap { s.jobs[$0] } })
+        save(ids)
     }
 
     /// Takes a running job's task out of `running` and marks it stopping.
@@ -532,6 +547,7 @@ public final class PrepareQueue: Service, Sendable {
                 current.error = f.description
             }
             s.jobs[id] = current
+            s.settling.insert(id)
             return current
         }
         if let finished {
@@ -544,8 +560,9 @@ public final class PrepareQueue: Service, Sendable {
                 registry.markFailed(job.key, f.description)
                 logger.warning("preparation failed", metadata: ["object": "\(job.key)", "error": "\(f)"])
             }
+            save([finished.id])
+            _ = state.withLock { $0.settling.remove(id) }
             finishedObserver.withLock { $0 }?(ObjectRef(key: job.key, url: job.url))
-            save([finished])
         }
         wake.yield()
     }
@@ -579,16 +596,20 @@ public final class PrepareQueue: Service, Sendable {
             return (current, outrun)
         }
         if !outrun.isEmpty { stopWaitingForEnd(id, outrun) }
-        if let job { save([job]) }
+        if let job { save([job.id]) }
     }
 
-    private func save(_ jobs: [PrepareJob]) {
-        guard !jobs.isEmpty else { return }
-        do {
-            try storage.save(jobs: jobs)
-            saveFailures.succeeded()
-        } catch {
-            saveFailures.failed(["jobs": "\(jobs.count)", "first": "\(jobs[0].id)", "error": "\(error)"])
+    /// Writes the jobs of `ids` as memory holds them now (those pruned since are not).
+    private func save(_ ids: [String]) {
+        jobWrites.withLock { _ in
+            let jobs = state.withLock { s in ids.compactMap { s.jobs[$0] } }
+            guard !jobs.isEmpty else { return }
+            do {
+                try storage.save(jobs: jobs)
+                saveFailures.succeeded()
+            } catch {
+                saveFailures.failed(["jobs": "\(jobs.count)", "first": "\(jobs[0].id)", "error": "\(error)"])
+            }
         }
     }
 }
