@@ -45,7 +45,7 @@ public final class PieceStore: Sendable {
     private let state: Mutex<State>
     private let logger: Logger
     private let onCorruptPiece: @Sendable () -> Void
-    private let observer = Mutex<(@Sendable (Change) -> Void)?>(nil)
+    private let observer = Mutex<Callback<Change>?>(nil)
     private let unwritten = Mutex(UnwrittenRows())
     /// Where rows are written behind the pieces: SQLite blocks its thread, which must not be
     /// one of Swift's few cooperative threads (a busy node, or a test run, starved the write
@@ -82,7 +82,7 @@ public final class PieceStore: Sendable {
     /// Has `handler` hear of every `Change` (one handler; a later call replaces it). The swarm
     /// side announces and withdraws objects with it.
     public func observe(_ handler: @escaping @Sendable (Change) -> Void) {
-        observer.withLock { $0 = handler }
+        observer.withLock { $0 = Callback(handler) }
     }
 
     /// Opens (or creates) the store in `directory`, bounded to `capacity` bytes of pieces.
@@ -333,7 +333,7 @@ public final class PieceStore: Sendable {
             return (first, true)
         }
         if visible.set { writeRowLater(id) }
-        if visible.first { observer.withLock { $0 }?(.held(id)) }
+        if visible.first { observer.withLock { $0 }?.call(.held(id)) }
         return visible.set
     }
 
@@ -491,7 +491,7 @@ public final class PieceStore: Sendable {
     private func finishEviction(_ ids: [String]) {
         guard !ids.isEmpty else { return }
         deleteRows(ids)
-        observer.withLock { $0 }?(.gone(ids))
+        observer.withLock { $0 }?.call(.gone(ids))
         logger.debug("evicted objects", metadata: ["count": "\(ids.count)"])
     }
 

@@ -33,6 +33,46 @@ struct PieceStoreTests {
         return n.map { Array(out[..<$0]) }
     }
 
+    /// The store's observer is called for every object held and gone, without end: kept as
+    /// a bare function behind the store's lock, it gained a pair of re-abstraction thunks at
+    /// each call, and a node whose store had taken some 37,000 objects overflowed its stack
+    /// calling it. (Run on a thread with a small stack, so that the old code fails within
+    /// thousands of calls rather than tens of thousands.)
+    @Test func theObserverIsCalledForEveryChangeWithoutEnd() async throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let store = try PieceStore(directory: folder + "/observed", capacity: 1 << 30, logger: logger)
+        let counts = Mutex((held: 0, gone: 0))
+        store.observe { change in
+            counts.withLock { c in
+                switch change {
+                case .held: c.held += 1
+                case .gone(let ids): c.gone += ids.count
+                }
+            }
+        }
+        let (bytes, checksums) = object(length: 10, pieceSize: 1024)
+        let rounds = 5000
+        let failure = await withCheckedContinuation { (done: CheckedContinuation<String?, Never>) in
+            let thread = Thread {
+                for i in 0..<rounds {
+                    let k = ObjectKey(xresid: "s", host: "cdn.example.com", path: "/seg-\(i).ts")
+                    do {
+                        guard try store.store(k, layout: checksums.layout, piece: 0, bytes: bytes) else { return done.resume(returning: "piece \(i) not kept") }
+                    } catch {
+                        return done.resume(returning: "\(error)")
+                    }
+                    store.remove(k)
+                }
+                done.resume(returning: nil)
+            }
+            thread.stackSize = 256 << 10
+            thread.start()
+        }
+        #expect(failure == nil)
+        let (held, gone) = counts.withLock { ($0.held, $0.gone) }
+        #expect(held == rounds && gone == rounds)
+    }
+
     @Test func sha256MatchesKnownVectors() {
         #expect(SHA256.hash(Array("abc".utf8)).description == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
         #expect(SHA256.hash([]).description == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")

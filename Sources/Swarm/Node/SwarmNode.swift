@@ -70,7 +70,7 @@ public final class SwarmNode: Sendable {
     /// Objects being prefetched now.
     private let prefetching = Mutex<Set<String>>([])
     /// Told when this node's registry drops a copy whose origin copy changed.
-    private let copyDroppedObserver = Mutex<(@Sendable (ObjectKey, PieceChecksums) -> Void)?>(nil)
+    private let copyDroppedObserver = Mutex<Callback<(ObjectKey, PieceChecksums)>?>(nil)
     private let logger: Logger
 
     struct SwarmState {
@@ -911,7 +911,7 @@ public final class SwarmNode: Sendable {
             logger.warning("the origin's copy changed; preparing the object again", metadata: ["object": "\(key)", "why": "\(why)"])
             store.remove(key)
             prepareQueue.enqueue(key, url: url, urgent: true)
-            copyDroppedObserver.withLock { $0 }?(key, checksums)
+            copyDroppedObserver.withLock { $0 }?.call((key, checksums))
         }
         return .originChanged(why)
     }
@@ -919,7 +919,7 @@ public final class SwarmNode: Sendable {
     /// Tells `observer` each copy this node's registry drops as the origin's changed (a
     /// tracker tells the nodes that hold it).
     public func onCopyDropped(_ observer: @escaping @Sendable (ObjectKey, PieceChecksums) -> Void) {
-        copyDroppedObserver.withLock { $0 = observer }
+        copyDroppedObserver.withLock { $0 = Callback { observer($0.0, $0.1) } }
     }
 
     /// The tracker's registry dropped copy `copy` (a checksums `fingerprint`) of object
@@ -1052,7 +1052,7 @@ public final class SwarmNode: Sendable {
             let ready = registry.ready(ref.key)
             if let ready, registry.drop(ref.key, ifCopy: ready.checksums) {
                 store.remove(ref.key)
-                if link == nil { copyDroppedObserver.withLock { $0 }?(ref.key, ready.checksums) }
+                if link == nil { copyDroppedObserver.withLock { $0 }?.call((ref.key, ready.checksums)) }
             }
             guard let link else { continue }
             doubts.withLock { d in

@@ -75,7 +75,7 @@ public final class PrepareQueue: Service, Sendable {
     private let wakes: AsyncStream<Void>
     /// Told of each object whose preparation ended, done or failed (the tracker tells the
     /// nodes waiting for it).
-    private let finishedObserver = Mutex<(@Sendable (ObjectRef) -> Void)?>(nil)
+    private let finishedObserver = Mutex<Callback<ObjectRef>?>(nil)
     private let logger: Logger
     private let saveFailures: RepeatedFailureLog
     /// Held through each write or delete of jobs: each writes the jobs as memory holds them
@@ -108,7 +108,7 @@ public final class PrepareQueue: Service, Sendable {
     /// Calls `observer` with each object whose preparation ended, done (the registry has its
     /// checksums) or failed.
     public func onFinished(_ observer: @escaping @Sendable (ObjectRef) -> Void) {
-        finishedObserver.withLock { $0 = observer }
+        finishedObserver.withLock { $0 = Callback(observer) }
     }
 
     /// Drops the oldest finished jobs (done, failed or cancelled) past `keepDone`, in memory
@@ -562,7 +562,7 @@ public final class PrepareQueue: Service, Sendable {
             }
             save([finished.id])
             _ = state.withLock { $0.settling.remove(id) }
-            finishedObserver.withLock { $0 }?(ObjectRef(key: job.key, url: job.url))
+            finishedObserver.withLock { $0 }?.call(ObjectRef(key: job.key, url: job.url))
         }
         wake.yield()
     }
