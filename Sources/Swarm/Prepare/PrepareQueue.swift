@@ -117,7 +117,9 @@ public final class PrepareQueue: Service, Sendable {
     /// registry still says an object failed, and a prepare queues it again.
     private func pruneFinished() {
         let dropped = state.withLock { s -> [String] in
-            let finished = s.jobs.values.filter(\.state.isFinished)
+            // Not one whose end is still being recorded (it would be made anew, and prepared
+            // again, by a request meanwhile).
+            let finished = s.jobs.values.filter { $0.state.isFinished && !s.settling.contains($0.id) }
             guard finished.count > keepDone else { return [] }
             let old = finished.sorted { $0.sequence < $1.sequence }.prefix(finished.count - keepDone).map(\.id)
             for id in old {
@@ -401,18 +403,18 @@ public final class PrepareQueue: Service, Sendable {
 
     /// Cancels a job: it stops, its progress is dropped and the object is unknown again.
     public func cancel(_ id: String) -> PrepareJob? {
-        let (job, task, waiters) = state.withLock { s -> (PrepareJob?, Task<Void, Never>?, [CheckedContinuation<Void, Never>]) in
-            guard var job = s.jobs[id], job.state != .done, !s.settling.contains(id) else { return (s.jobs[id], nil, []) }
+        let (job, cancelled, task, waiters) = state.withLock { s -> (PrepareJob?, Bool, Task<Void, Never>?, [CheckedContinuation<Void, Never>]) in
+            guard var job = s.jobs[id], job.state != .done, !s.settling.contains(id) else { return (s.jobs[id], false, nil, []) }
             job.state = .cancelled
             job.restart()
             s.jobs[id] = job
             s.settling.insert(id)
-            return (job, Self.stop(id, &s), Self.takeEndWaiters(id, &s))
+            return (job, true, Self.stop(id, &s), Self.takeEndWaiters(id, &s))
         }
         for c in waiters { c.resume() }
         if task == nil { stopWaitingForHead(id) }
         task?.cancel()
-        if let job, job.state == .cancelled {
+        if let job, cancelled {
             save([job.id])
             registry.markUnknown(job.key)
             _ = state.withLock { $0.settling.remove(id) }
