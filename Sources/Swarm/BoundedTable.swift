@@ -84,7 +84,7 @@ public struct RecentTable<Value> {
             defer { letGo = [:] }
             return letGo.map { ($0.key, $0.value) }
         }
-        let taken = Array(letGo.prefix(limit).map { ($0.key, $0.value) })
+        let taken = letGo.prefix(limit).map { ($0.key, $0.value) }
         for (key, _) in taken { letGo[key] = nil }
         return taken
     }

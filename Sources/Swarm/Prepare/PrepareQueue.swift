@@ -553,7 +553,7 @@ public final class PrepareQueue: Service, Sendable {
             return current
         }
         if let finished {
-            defer { if finished.state.isFinished { pruneFinished() } }
+            defer { pruneFinished() }  // done or failed
             switch outcome {
             case .success(let o):
                 registry.markReady(job.key, checksums: o.checksums, etag: o.etag, lastModified: o.lastModified, contentType: o.contentType, sourceURL: job.url)
@@ -584,8 +584,8 @@ public final class PrepareQueue: Service, Sendable {
     /// `progressInterval` has passed since the last time.
     private func record(_ progress: PrepareJob) {
         let id = progress.id
-        let (job, outrun) = state.withLock { s -> (PrepareJob?, [Int]) in
-            guard s.running[id] != nil, var current = s.jobs[id], current.state == .running else { return (nil, []) }
+        let (due, outrun) = state.withLock { s -> (Bool, [Int]) in
+            guard s.running[id] != nil, var current = s.jobs[id], current.state == .running else { return (false, []) }
             current.bytesDone = progress.bytesDone
             current.digests = progress.digests
             current.length = progress.length
@@ -593,12 +593,12 @@ public final class PrepareQueue: Service, Sendable {
             s.jobs[id] = current
             let now = ContinuousClock.now
             let outrun = Self.outrun(id, current, s, now: now)
-            guard now - (s.progressSaved[id] ?? now) >= Self.progressInterval else { return (nil, outrun) }
+            guard now - (s.progressSaved[id] ?? now) >= Self.progressInterval else { return (false, outrun) }
             s.progressSaved[id] = now
-            return (current, outrun)
+            return (true, outrun)
         }
         if !outrun.isEmpty { stopWaitingForEnd(id, outrun) }
-        if let job { save([job.id]) }
+        if due { save([id]) }
     }
 
     /// Writes the jobs of `ids` as memory holds them now (those pruned since are not).
