@@ -5,6 +5,7 @@ mask on)."""
 
 import os
 import signal
+import socket
 import sys
 import threading
 from http.server import ThreadingHTTPServer
@@ -15,6 +16,15 @@ class Server(ThreadingHTTPServer):
     # socketserver's default backlog is 5: a gateway's prepare jobs and its players connecting
     # at once overflowed it, and a dropped SYN is retried after a whole second. A CDN's is large.
     request_queue_size = 128
+
+    def get_request(self):
+        # http.server writes a response's head and its body in two sends. With Nagle's
+        # algorithm on, a small body waited for the client's delayed ACK of the head: 40 ms
+        # on every small answer (a 1 kB object, a playlist), where a CDN (nginx's tcp_nodelay)
+        # sends at once.
+        sock, address = super().get_request()
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock, address
 
     def handle_error(self, request, client_address):
         pass  # clients that hang up mid-body are normal here
