@@ -11,6 +11,8 @@ public struct PrepareJob: Sendable {
     }
 
     public let key: ObjectKey
+    /// The job's id in `/jobs`: the first 16 hex digits of the key's hash.
+    public let id: String
     /// The origin URL (with its query) the job fetches. A redirect does not change the key.
     public var url: String
     public var state: State = .queued
@@ -32,13 +34,11 @@ public struct PrepareJob: Sendable {
 
     public init(key: ObjectKey, url: String, pieceSize: Int, sequence: Int64) {
         self.key = key
+        self.id = key.id.prefixID
         self.url = url
         self.pieceSize = pieceSize
         self.sequence = sequence
     }
-
-    /// The job's id in `/jobs`: the first 16 hex digits of the key's hash.
-    public var id: String { String(key.id.prefix(16)) }
 
     /// Starts over: nothing hashed, no validator.
     mutating func restart() {

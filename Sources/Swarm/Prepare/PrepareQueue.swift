@@ -11,7 +11,7 @@ import Synchronization
 /// graceful shutdown, when running jobs stop and keep their progress.
 public final class PrepareQueue: Service, Sendable {
     struct State {
-        var jobs: [String: PrepareJob] = [:]
+        var jobs = JobTable()
         var running: [String: Task<Void, Never>] = [:]
         /// Jobs whose task was told to stop and has not ended yet: not started again until it has.
         var stopping: Set<String> = []
@@ -119,9 +119,10 @@ public final class PrepareQueue: Service, Sendable {
         let dropped = state.withLock { s -> [String] in
             // Not one whose end is still being recorded (it would be made anew, and prepared
             // again, by a request meanwhile).
-            let finished = s.jobs.values.filter { $0.state.isFinished && !s.settling.contains($0.id) }
-            guard finished.count > keepDone else { return [] }
-            let old = finished.sorted { $0.sequence < $1.sequence }.prefix(finished.count - keepDone).map(\.id)
+            let settling = s.settling.count { s.jobs[$0]?.state.isFinished == true }
+            let excess = s.jobs.finishedCount - settling - keepDone
+            guard excess > 0 else { return [] }
+            let old = s.jobs.oldestFinished(excess) { s.settling.contains($0) }
             for id in old {
                 s.jobs[id] = nil
                 s.heads[id] = nil
@@ -466,9 +467,7 @@ public final class PrepareQueue: Service, Sendable {
         let preempted = state.withLock { s -> [Task<Void, Never>] in
             var preempted: [Task<Void, Never>] = []
             while true {
-                guard var next = s.jobs.values.filter({ $0.state == .queued && !s.stopping.contains($0.id) && s.unmarked[$0.id] == nil })
-                    .min(by: { ($0.urgent ? 0 : 1, $0.sequence) < ($1.urgent ? 0 : 1, $1.sequence) })
-                else { break }
+                guard var next = s.jobs.firstQueued(where: { !s.stopping.contains($0) && s.unmarked[$0] == nil }) else { break }
                 let busy = s.running.count + s.stopping.count
                 if busy >= maxRunning {
                     let readAhead = s.running.keys.compactMap { s.jobs[$0] }.filter { !$0.urgent }
