@@ -4,6 +4,7 @@ import Origin
 import PieceStore
 import TestScratch
 @testable import Swarm
+import Synchronization
 import Testing
 
 /// The prepare queue over a real SQLite registry file: what it keeps of finished jobs.
@@ -233,5 +234,34 @@ struct PrepareQueueTests {
         _ = await queuing.value
         #expect(try SQLiteRegistryStorage(path: path).loadJobs().map(\.state) == [.paused])
         #expect(q.job(id)?.state == .paused)
+    }
+
+    /// An operator's retry of a failed job that comes while the failure is being recorded
+    /// (the registry's write stalls) runs the job again once it is. It was answered with the
+    /// failure and nothing more: the job stayed failed until asked for again.
+    @Test func aRetryWhileAFailureIsRecordedRunsTheJobAgain() async throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let storage = ChecksumRegistryTests.FlakyStorage(try SQLiteRegistryStorage(path: folder + "/registry-settling.sqlite"))
+        let registry = try ChecksumRegistry(storage: storage, logger: logger)
+        let q = try queue(storage, registry: registry, keepDone: 10)  // the default policy refuses loopback: each run fails at once
+        let ends = Atomic<Int>(0)
+        q.onFinished { _ in ends.add(1, ordering: .sequentiallyConsistent) }
+        let running = Task { try await q.run() }
+        defer { running.cancel() }
+        let k = key(9)
+        let id = k.id.prefixID
+        let url = "http://127.0.0.1:1/seg-9.ts"
+        storage.stall.store(300_000, ordering: .sequentiallyConsistent)  // each write of the registry: the failure's too
+        _ = await Task.detached { q.enqueue(k, url: url, urgent: false, retry: true) }.value
+        let deadline = ContinuousClock.now + .seconds(10)
+        while q.job(id)?.state != .failed, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(q.job(id)?.state == .failed)
+        #expect(ends.load(ordering: .sequentiallyConsistent) == 0, "the failure is being recorded")
+        q.enqueue(k, url: url, urgent: false, retry: true)
+        storage.stall.store(0, ordering: .sequentiallyConsistent)
+        while ends.load(ordering: .sequentiallyConsistent) < 2, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(ends.load(ordering: .sequentiallyConsistent) == 2, "the retry ran the job again")
+        #expect(q.job(id)?.state == .failed)
+        #expect(registry.entry(k)?.state == .failed)
     }
 }

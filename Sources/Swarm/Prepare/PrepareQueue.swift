@@ -41,6 +41,17 @@ public final class PrepareQueue: Service, Sendable {
         /// again until it has been, or the old run's outcome would land on the new run (a done
         /// job, its checksums not yet in the registry, was started over from the first byte).
         var settling: Set<String> = []
+        /// Requests that would queue a job again (a player's, an operator's retry) and came
+        /// while its end was being recorded: made once it has been.
+        var afterSettling: [String: Request] = [:]
+    }
+
+    /// A request to queue an object: what `enqueue` was asked.
+    struct Request {
+        let key: ObjectKey
+        var url: String
+        var urgent: Bool
+        var retry: Bool
     }
 
     /// How long an object the swarm could not take (or a manifest at a media path) is left to
@@ -188,7 +199,19 @@ public final class PrepareQueue: Service, Sendable {
         _ key: ObjectKey, url: String, urgent: Bool, retry: Bool, _ s: inout State, registry: ChecksumRegistry, pieceSize: Int
     ) -> (PrepareJob, Bool) {
         if var job = s.jobs[key.id.prefixID] {
-            if s.settling.contains(job.id) { return (job, false) }
+            if s.settling.contains(job.id) {
+                // Read-ahead would not run a failed or cancelled job again; a player or an
+                // operator would, once the end is recorded (a done job's request then finds it
+                // ready and does nothing).
+                if urgent || retry {
+                    var later = s.afterSettling[job.id] ?? Request(key: key, url: url, urgent: false, retry: false)
+                    later.url = url
+                    later.urgent = later.urgent || urgent
+                    later.retry = later.retry || retry
+                    s.afterSettling[job.id] = later
+                }
+                return (job, false)
+            }
             switch job.state {
             case .queued, .running, .paused:
                 guard urgent && !job.urgent && job.state != .paused else { return (job, false) }
@@ -418,7 +441,7 @@ public final class PrepareQueue: Service, Sendable {
         if let job, cancelled {
             save([job.id])
             registry.markUnknown(job.key)
-            _ = state.withLock { $0.settling.remove(id) }
+            settled(id)
         }
         wake.yield()
         return job
@@ -562,10 +585,19 @@ public final class PrepareQueue: Service, Sendable {
                 logger.warning("preparation failed", metadata: ["object": "\(job.key)", "error": "\(f)"])
             }
             save([finished.id])
-            _ = state.withLock { $0.settling.remove(id) }
             finishedObserver.withLock { $0 }?.call(ObjectRef(key: job.key, url: job.url))
+            settled(id)  // after the end is told: a request meanwhile starts the next run
         }
         wake.yield()
+    }
+
+    /// A job's end is recorded: the requests that came meanwhile are made now.
+    private func settled(_ id: String) {
+        let later = state.withLock { s in
+            s.settling.remove(id)
+            return s.afterSettling.removeValue(forKey: id)
+        }
+        if let later { enqueue(later.key, url: later.url, urgent: later.urgent, retry: later.retry) }
     }
 
     private func heard(_ id: String, _ head: OriginHead) {
