@@ -5,6 +5,8 @@
   2. time to first byte of a cache hit vs nginx (median of many requests)
   3. a playlist through the gateway vs straight from nginx (median latency added)
   4. peak RSS of the gateway with 1,000 concurrent slow clients on the cached object
+  5. preparing a VOD's objects (POST /prepare: fetch, hash, keep), small and segment-sized,
+     vs curl fetching the same objects as many at a time (objects per second)
 Used by bench.py; everything binds 127.0.0.1 only and every loop is bounded."""
 import os
 import re
@@ -126,6 +128,56 @@ def slow_clients(port, path, count, seconds):
         s.close()
 
 
+def post_json(port, path, body):
+    import http.client
+    import json
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    c.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    if r.status not in (200, 202):
+        raise RuntimeError(f"{path}: {r.status} {data[:200]!r}")
+    return json.loads(data)
+
+
+def prepare_rate(gport, nport, root, tmp, count, size, jobs=3):
+    """Objects per second: the gateway preparing a VOD of `count` objects of `size` bytes from
+    nginx (POST /prepare, timed until /jobs/status says every one is done), and curl fetching
+    the same objects `jobs` at a time (the gateway's prepare jobs that run at once)."""
+    name = f"prep-{size}"
+    os.makedirs(os.path.join(root, name))
+    for i in range(count):
+        with open(os.path.join(root, name, f"seg-{i:05d}.ts"), "wb") as f:
+            f.write(os.urandom(size))
+    with open(os.path.join(root, name, "index.m3u8"), "w") as f:
+        f.write("#EXTM3U\n#EXT-X-TARGETDURATION:6\n#EXT-X-PLAYLIST-TYPE:VOD\n"
+                + "".join(f"#EXTINF:6.0,\nseg-{i:05d}.ts\n" for i in range(count)) + "#EXT-X-ENDLIST\n")
+    urls = [f"http://127.0.0.1:{nport}/{name}/seg-{i:05d}.ts" for i in range(count)]
+    config = os.path.join(tmp, f"{name}.curl")
+    with open(config, "w") as f:
+        f.write("".join(f'url = "{u}"\noutput = "/dev/null"\n' for u in urls))
+    start = time.perf_counter()
+    subprocess.run(["curl", "-sS", "--fail", "-Z", "--parallel-max", str(jobs), "-K", config], check=True)
+    curl_s = time.perf_counter() - start
+    start = time.perf_counter()
+    ids = post_json(gport, "/prepare", {"url": f"http://127.0.0.1:{nport}/{name}/index.m3u8"})["objects"]
+    if len(ids) != count:
+        raise RuntimeError(f"/prepare listed {len(ids)} objects, not {count}")
+    end = time.time() + 600
+    while time.time() < end:
+        counts = post_json(gport, "/jobs/status", {"ids": ids})
+        if counts.get("failed", 0) or counts.get("cancelled", 0):
+            raise RuntimeError(f"preparation failed: {counts}")
+        if counts.get("done", 0) == count:
+            break
+        time.sleep(0.02)
+    else:
+        raise RuntimeError(f"not prepared in time: {counts}")
+    gateway_s = time.perf_counter() - start
+    return count / gateway_s, count / curl_s
+
+
 def run(swarmgate, rows, row):
     with tempfile.TemporaryDirectory() as tmp:
         root = os.path.join(tmp, "www")
@@ -178,6 +230,10 @@ def run(swarmgate, rows, row):
             t.join()
             mb = peak[0] / 1024
             row("RSS with 1,000 concurrent slow clients on a cached 4 MiB object", f"{mb:.0f} MB", "-", "-", "<= 150 MB", mb <= 150)
+            for count, size, label in ((5000, 1000, "1 kB"), (400, 500_000, "500 kB")):
+                ours, curl = prepare_rate(gport, nport, root, tmp, count, size)
+                row(f"preparing a VOD of {count:,} objects of {label} (POST /prepare, 3 jobs at once) vs curl fetching them 3 at a time",
+                    f"{ours:.0f} objects/s", f"{curl:.0f} objects/s", f"{ours / curl:.2f}x curl", "-", True)
         finally:
             gw.terminate()
             nginx.terminate()
