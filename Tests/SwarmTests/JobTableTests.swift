@@ -61,6 +61,7 @@ struct JobTableTests {
             let count = Int.random(in: 0..<40, using: &random)
             #expect(table.oldestFinished(count) { excluded.contains($0) } == scanOldestFinished(model, count) { excluded.contains($0) }, "step \(step)")
             #expect(table.finishedCount == model.values.filter { $0.state.isFinished }.count)
+            #expect(table.queuedCount == model.values.filter { $0.state == .queued }.count, "step \(step)")
         }
         #expect(Set(table.values.map(\.id)) == Set(model.keys))
     }

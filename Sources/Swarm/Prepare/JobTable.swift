@@ -33,6 +33,7 @@ struct JobTable {
     subscript(id: String) -> PrepareJob? {
         get { byID[id] }
         set {
+            precondition(newValue.map { $0.id == id } ?? true, "job \(newValue?.id ?? "") kept under id \(id)")
             let old = byID[id]
             byID[id] = newValue
             if let old, old.state == .queued { queued.remove(StartOrder(old)) }
@@ -49,13 +50,17 @@ struct JobTable {
         queued.first { eligible($0.id) }.flatMap { byID[$0.id] }
     }
 
+    /// How many jobs are queued.
+    var queuedCount: Int { queued.count }
+
     /// How many jobs are finished (done, failed, cancelled).
     var finishedCount: Int { finished.count }
 
     /// The ids of the `count` oldest finished jobs, passing over those `skip` names.
     func oldestFinished(_ count: Int, skipping skip: (String) -> Bool) -> [String] {
         var ids: [String] = []
-        for age in finished.keys where ids.count < count && !skip(age.id) {
+        for age in finished.keys where !skip(age.id) {
+            if ids.count == count { break }
             ids.append(age.id)
         }
         return ids

@@ -200,9 +200,11 @@ public final class PrepareQueue: Service, Sendable {
     ) -> (PrepareJob, Bool) {
         if var job = s.jobs[key.id.prefixID] {
             if s.settling.contains(job.id) {
-                // Read-ahead would not run a failed or cancelled job again; a player or an
-                // operator would, once the end is recorded (a done job's request then finds it
-                // ready and does nothing).
+                // Read-ahead would not run a failed or cancelled job again; an operator's retry
+                // would, and a player's request a cancelled one (a failure holds players back
+                // a while: `heldBack`). Made once the end is recorded, as if it came then (a
+                // done job's request then finds it ready and does nothing). The answer now is
+                // the job as it ends.
                 if urgent || retry {
                     var later = s.afterSettling[job.id] ?? Request(key: key, url: url, urgent: false, retry: false)
                     later.url = url
