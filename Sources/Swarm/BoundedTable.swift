@@ -63,8 +63,12 @@ public struct RecentTable<Value> {
         turnIfFull()
     }
 
-    /// Drops the entry of `key` (not let go: its owner moved it elsewhere).
+    /// Drops the entry of `key`, and a copy of it waiting to be let go (not let go: its owner
+    /// moved it elsewhere, where it lives on). A registry entry moved to the other table (a
+    /// ready object let go and prepared again) left its ready copy here, and the deletion of
+    /// that copy removed the pieces its new job was writing.
     public mutating func remove(_ key: String) {
+        letGo[key] = nil
         if young.removeValue(forKey: key) == nil { old[key] = nil }
     }
 

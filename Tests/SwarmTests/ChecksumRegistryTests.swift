@@ -218,6 +218,44 @@ struct ChecksumRegistryTests {
         #expect(registry.checksums(key(1)) == nil)
     }
 
+    /// An object let go while ready and prepared again before its deletion ran is not
+    /// deleted with its old copy: its pieces stay for the job that prepares it. The ready
+    /// copy stayed among those let go when the entry moved to the other table, and if the new
+    /// entry was let go from that table too (heavy churn), the old copy, ready, had its owner
+    /// remove the pieces the job was writing. The deletion is held (its first call waits) to
+    /// get there.
+    @Test func anObjectPreparedAgainBeforeItsDeletionKeepsItsPieces() async throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let told = Mutex<[ObjectKey]>([])
+        let (entered, held) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+        let first = Atomic<Bool>(true)
+        let registry = try ChecksumRegistry(storage: try SQLiteRegistryStorage(path: folder + "/revived.sqlite"), capacity: 2, logger: Logger(label: "test")) { keys in
+            if first.exchange(false, ordering: .sequentiallyConsistent) {
+                entered.signal()
+                held.wait()
+            }
+            told.withLock { $0 += keys }
+        }
+        let (x, z) = (key(1), key(2))
+        func ready(_ i: Int) { registry.markReady(key(i), checksums: checksums(UInt8(i)), etag: nil, lastModified: nil, contentType: nil) }
+        // Ready ones, one at a time (a capacity of 2): key(0) is let go first, and its
+        // deletion waits; then key(1) and key(2), with nothing deleting them yet.
+        ready(0)
+        ready(1)
+        entered.wait()
+        ready(2)
+        ready(3)
+        #expect(!registry.holds(x) && !registry.holds(z), "let go, not yet deleted")
+        registry.markPreparing([x])  // a player came back for it
+        // Failures the origin answers push it out of the table of entries not ready.
+        registry.markPreparing((100..<220).map(key))
+        #expect(!registry.holds(x))
+        held.signal()
+        try await settled { told.withLock { $0.contains(z) } }
+        #expect(told.withLock { $0.contains(z) }, "the deletion ran past the objects let go with it")
+        #expect(!told.withLock { $0.contains(x) }, "the pieces of the object being prepared were to be removed")
+    }
+
     /// A file of more entries than the capacity (written by a registry with a larger one)
     /// opens with the most recently changed ones, and the rest are deleted from it and from
     /// the store.
