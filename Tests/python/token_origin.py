@@ -14,6 +14,8 @@ import sys
 import threading
 from urllib.parse import urlsplit, unquote
 
+import loopback_origin
+
 ROOT, TOKEN = os.path.abspath(sys.argv[1]), sys.argv[2]
 TYPES = {".m3u8": "application/vnd.apple.mpegurl", ".mpd": "application/dash+xml", ".ts": "video/mp2t",
          ".m4s": "video/iso.segment", ".mp4": "video/mp4"}
@@ -78,7 +80,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 # exit when the parent closes our stdin, so no origin outlives its test.
 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 threading.Thread(target=lambda: (sys.stdin.read(), os._exit(0)), daemon=True).start()
-server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-server.daemon_threads = True
+# The test origins' server: threads, a CDN's backlog, TCP_NODELAY (a small answer waited 40 ms
+# for a delayed ACK without it).
+server = loopback_origin.Server(("127.0.0.1", 0), Handler)
 print(server.server_address[1], flush=True)
 server.serve_forever()
