@@ -79,12 +79,15 @@ struct ChecksumRegistryTests {
 
     /// The registry's SQLite file with saves that fail while `failing` is set, or that are
     /// slow to begin (up to `slowStart` microseconds, at random; entries' saves `stall`
-    /// microseconds more while it is set): a disk that fails or stalls for a moment, which a
-    /// real one cannot be made to do on demand.
+    /// microseconds more while it is set, and those of a failure until `holdFailures` is
+    /// cleared): a disk that fails or stalls for a moment, which a real one cannot be made to
+    /// do on demand.
     final class FlakyStorage: RegistryStorage {
         let file: SQLiteRegistryStorage
         let failing = Atomic<Bool>(false)
         let stall = Atomic<UInt32>(0)
+        /// While set, a save of entries with a failed one waits (the recording of a failure).
+        let holdFailures = Atomic<Bool>(false)
         let slowStart: UInt32
 
         init(_ file: SQLiteRegistryStorage, slowStart: UInt32 = 0) {
@@ -98,6 +101,7 @@ struct ChecksumRegistryTests {
             if slowStart > 0 { usleep(UInt32.random(in: 0...slowStart)) }
             let stalled = stall.load(ordering: .sequentiallyConsistent)
             if stalled > 0 { usleep(stalled) }
+            while holdFailures.load(ordering: .sequentiallyConsistent) && entries.contains(where: { $0.state == .failed }) { usleep(1000) }
             try file.save(entries)
         }
         func loadJobs() throws(RegistryError) -> [PrepareJob] { try file.loadJobs() }

@@ -237,8 +237,8 @@ struct PrepareQueueTests {
     }
 
     /// An operator's retry of a failed job that comes while the failure is being recorded
-    /// (the registry's write stalls) runs the job again once it is. It was answered with the
-    /// failure and nothing more: the job stayed failed until asked for again.
+    /// (the registry's write of it is held) runs the job again once it is. It was answered
+    /// with the failure and nothing more: the job stayed failed until asked for again.
     @Test func aRetryWhileAFailureIsRecordedRunsTheJobAgain() async throws {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let storage = ChecksumRegistryTests.FlakyStorage(try SQLiteRegistryStorage(path: folder + "/registry-settling.sqlite"))
@@ -251,14 +251,14 @@ struct PrepareQueueTests {
         let k = key(9)
         let id = k.id.prefixID
         let url = "http://127.0.0.1:1/seg-9.ts"
-        storage.stall.store(300_000, ordering: .sequentiallyConsistent)  // each write of the registry: the failure's too
-        _ = await Task.detached { q.enqueue(k, url: url, urgent: false, retry: true) }.value
+        storage.holdFailures.store(true, ordering: .sequentiallyConsistent)
+        q.enqueue(k, url: url, urgent: false, retry: true)
         let deadline = ContinuousClock.now + .seconds(10)
         while q.job(id)?.state != .failed, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
         #expect(q.job(id)?.state == .failed)
         #expect(ends.load(ordering: .sequentiallyConsistent) == 0, "the failure is being recorded")
         q.enqueue(k, url: url, urgent: false, retry: true)
-        storage.stall.store(0, ordering: .sequentiallyConsistent)
+        storage.holdFailures.store(false, ordering: .sequentiallyConsistent)
         while ends.load(ordering: .sequentiallyConsistent) < 2, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
         #expect(ends.load(ordering: .sequentiallyConsistent) == 2, "the retry ran the job again")
         #expect(q.job(id)?.state == .failed)
