@@ -253,7 +253,9 @@ struct PrepareQueueTests {
         let url = "http://127.0.0.1:1/seg-9.ts"
         storage.holdFailures.store(true, ordering: .sequentiallyConsistent)
         q.enqueue(k, url: url, urgent: false, retry: true)
-        let deadline = ContinuousClock.now + .seconds(10)
+        // Generous: in a full run, with every suite starting at once on two cores, a run that
+        // fails at once took 15 s to end.
+        let deadline = ContinuousClock.now + .seconds(60)
         while q.job(id)?.state != .failed, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
         #expect(q.job(id)?.state == .failed)
         #expect(ends.load(ordering: .sequentiallyConsistent) == 0, "the failure is being recorded")
