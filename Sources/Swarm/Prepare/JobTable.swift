@@ -33,7 +33,7 @@ struct JobTable {
     subscript(id: String) -> PrepareJob? {
         get { byID[id] }
         set {
-            precondition(newValue.map { $0.id == id } ?? true, "job \(newValue?.id ?? "") kept under id \(id)")
+            assert(newValue.map { $0.id == id } ?? true, "job \(newValue?.id ?? "") kept under id \(id)")  // a debug check: a gateway does not stop for it
             let old = byID[id]
             byID[id] = newValue
             if let old, old.state == .queued { queued.remove(StartOrder(old)) }
