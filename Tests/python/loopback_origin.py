@@ -36,10 +36,13 @@ def exit_when_stdin_closes():
     os._exit(0)
 
 
-def serve(handler):
-    """Serves `handler` on the port given as the first argument, else a free one."""
+def serve(handler, port=None):
+    """Serves `handler` on `port`; by default the port given as the first argument, else a
+    free one."""
     signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM, signal.SIGINT])
     threading.Thread(target=exit_when_stdin_closes, daemon=True).start()
-    server = Server(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 0), handler)
+    if port is None:
+        port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+    server = Server(("127.0.0.1", port), handler)
     print(server.server_address[1], flush=True)
     server.serve_forever()

@@ -9,7 +9,6 @@ GET /__stats -> {"requests": N, "bytes": N}   (no token needed)
 import http.server
 import json
 import os
-import signal
 import sys
 import threading
 from urllib.parse import urlsplit, unquote
@@ -76,12 +75,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_body(200, data, headers)
 
 
-# A test runner may start us with SIGTERM blocked (the mask is inherited): unblock it, and also
-# exit when the parent closes our stdin, so no origin outlives its test.
-signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
-threading.Thread(target=lambda: (sys.stdin.read(), os._exit(0)), daemon=True).start()
-# The test origins' server: threads, a CDN's backlog, TCP_NODELAY (a small answer waited 40 ms
-# for a delayed ACK without it).
-server = loopback_origin.Server(("127.0.0.1", 0), Handler)
-print(server.server_address[1], flush=True)
-server.serve_forever()
+# What every test origin shares: exits when the parent closes our stdin (so no origin
+# outlives its test), SIGTERM unblocked, threads, a CDN's backlog, TCP_NODELAY.
+loopback_origin.serve(Handler, port=0)
