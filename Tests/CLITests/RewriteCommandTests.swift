@@ -174,17 +174,11 @@ struct RewriteCommandTests {
 
     @Test func aFullStdoutIsAFailureNamedAsSuch() throws {
         let dir = try folder(["in.m3u8": Self.long])
-        let p = Process()
-        p.executableURL = SwarmgateProcess.binary
-        p.arguments = ["rewrite", "--base-url", "http://h/i.m3u8", dir.appendingPathComponent("in.m3u8").path]
-        p.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: "/dev/full"))
-        let err = Pipe()
-        p.standardError = err
-        try p.run()
-        let said = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitForEnd()
-        #expect((p.endStatus ?? -1) == 1)
-        #expect(said.contains("cannot write output: No space left on device"), "\(said)")
+        let r = try ProgramRun.run(
+            SwarmgateProcess.binary.path, ["rewrite", "--base-url", "http://h/i.m3u8", dir.appendingPathComponent("in.m3u8").path],
+            stdout: .file("/dev/full"))
+        #expect(r.status == 1 && !r.signalled)
+        #expect(r.err.contains("cannot write output: No space left on device"), "\(r.err)")
     }
 
     @Test(arguments: [

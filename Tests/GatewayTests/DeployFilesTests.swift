@@ -42,9 +42,9 @@ struct DeployFilesTests {
         let execStart = try #require(text.split(separator: "\n").first { $0.hasPrefix("ExecStart=") })
         let words = execStart.dropFirst("ExecStart=".count).split(separator: " ").map(String.init)
         #expect(words.first == "/usr/local/bin/swarmgate")
-        let help = try LiveProcess(Live.binary, [words[1], "--help"])
-        let helpText = await help.allStdout()
-        #expect(await help.waitForExit(timeout: .seconds(20)) == 0)
+        let help = try ProgramRun.run(Live.binary, [words[1], "--help"], timeout: .seconds(20))
+        let helpText = help.out
+        #expect(help.status == 0 && !help.signalled)
         for flag in words.dropFirst(2) where flag.hasPrefix("--") {
             #expect(helpText.contains(flag + " "), "swarmgate \(words[1]) has no \(flag)")
         }

@@ -55,17 +55,10 @@ struct FullDiskTests {
             "$2" rewrite --base-url http://h/i.m3u8 --output "$1/out.m3u8" "$3"
             echo "status=$?"; ls -A "$1"; cat "$1/out.m3u8"
             """#
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
-        p.arguments = Live.onSmallDisk(size: "64k", folder: disk, ["sh", "-c", script, "sh", disk, Live.binary, input])
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let seen = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let said = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitForEnd()
-        #expect((p.endStatus ?? -1) == 0, "the disk was set up: \(said)")
+        let r = try ProgramRun.run(
+            "/usr/bin/unshare", Live.onSmallDisk(size: "64k", folder: disk, ["sh", "-c", script, "sh", disk, Live.binary, input]))
+        let (seen, said) = (r.out, r.err)
+        #expect(r.status == 0 && !r.signalled, "the disk was set up: \(said)")
         #expect(seen == "status=1\nout.m3u8\nprevious", "exit 1, the old output whole, nothing else: \(seen)")
         #expect(said.contains(": cannot write output: No space left on device"), "\(said)")
     }

@@ -108,21 +108,11 @@ enum Players {
     /// One line per decoded frame of every stream, with its checksum.
     /// ffmpeg is stopped after `timeout` (a live input it cannot finish would hold the suite).
     static func framemd5(_ input: String, streams: String = "0", frames: Int? = nil, timeout: TimeInterval = 60) throws -> [Substring] {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: ffmpeg!)
         let length = frames.map { ["-frames:v", String($0)] } ?? []
-        p.arguments = ["-hide_banner", "-loglevel", "error", "-allowed_extensions", "ALL", "-i", input, "-map", streams] + length + ["-f", "framemd5", "-"]
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        p.standardInput = FileHandle.nullDevice
-        try p.run()
-        let watchdog = DispatchWorkItem { if !p.hasEnded { p.terminate() } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitForEnd()
-        watchdog.cancel()
-        guard (p.endStatus ?? -1) == 0 else { throw TestFailure("ffmpeg failed on \(input)") }
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").filter { !$0.hasPrefix("#") }
+        let r = try ProgramRun.run(
+            ffmpeg!, ["-hide_banner", "-loglevel", "error", "-allowed_extensions", "ALL", "-i", input, "-map", streams] + length + ["-f", "framemd5", "-"],
+            stderr: .discard, timeout: .seconds(timeout))
+        guard r.status == 0 && !r.signalled else { throw TestFailure("ffmpeg failed on \(input)") }
+        return r.out.split(separator: "\n").filter { !$0.hasPrefix("#") }
     }
 }

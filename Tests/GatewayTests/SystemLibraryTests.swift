@@ -16,33 +16,17 @@ struct SystemLibraryTests {
     static func without(_ libraries: [String], _ arguments: [String], stdin: String = "") throws -> (Int32, String, String) {
         let paths = try libraries.compactMap { try Self.location(of: $0) }
         try #require(try Self.location(of: libraries[0]) != nil, "ldconfig does not know \(libraries[0])")
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
         let cover = #"n=$1; shift; while [ "$n" -gt 0 ]; do mount --bind /dev/null "$1" || exit 99; shift; n=$((n-1)); done; exec "$@""#
-        p.arguments = ["--map-root-user", "--mount", "sh", "-c", cover, "sh", String(paths.count)] + paths + [Live.binary] + arguments
-        let (input, output, errors) = (Pipe(), Pipe(), Pipe())
-        (p.standardInput, p.standardOutput, p.standardError) = (input, output, errors)
-        try p.run()
-        DispatchQueue.global().asyncAfter(deadline: .now() + 30) { if !p.hasEnded { p.terminate() } }
-        input.fileHandleForWriting.write(Data(stdin.utf8))
-        try input.fileHandleForWriting.close()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = errors.fileHandleForReading.readDataToEndOfFile()
-        p.waitForEnd()
-        #expect((p.endStatus ?? -1) != 99, "could not cover \(paths)")
-        return ((p.endStatus ?? -1), String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+        let r = try ProgramRun.run(
+            "/usr/bin/unshare", ["--map-root-user", "--mount", "sh", "-c", cover, "sh", String(paths.count)] + paths + [Live.binary] + arguments,
+            stdin: Data(stdin.utf8), timeout: .seconds(30))
+        #expect(r.status != 99, "could not cover \(paths)")
+        return (r.signalled ? -1 : r.status, r.out, r.err)
     }
 
     /// Where the dynamic loader finds `library` (`ldconfig -p`: "libcurl.so.4 (libc6,x86-64) => /lib/…").
     static func location(of library: String) throws -> String? {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/sbin/ldconfig")
-        p.arguments = ["-p"]
-        let output = Pipe()
-        p.standardOutput = output
-        try p.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitForEnd()
+        let text = try ProgramRun.run("/sbin/ldconfig", ["-p"]).out
         return text.split(separator: "\n").first { $0.trimmingCharacters(in: .whitespaces).hasPrefix(library + " ") }
             .flatMap { line in line.range(of: "=> ").map { String(line[$0.upperBound...]).trimmingCharacters(in: .whitespaces) } }
     }

@@ -131,14 +131,8 @@ final class TLSOrigin: @unchecked Sendable {
     }
 
     static func run(_ tool: String, _ arguments: [String]) throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: tool)
-        p.arguments = arguments
-        p.standardError = FileHandle.nullDevice
-        p.standardOutput = FileHandle.nullDevice
-        try p.run()
-        p.waitForEnd()
-        guard (p.endStatus ?? -1) == 0 else { throw OriginTestFailure("\(tool) \(arguments) failed") }
+        let r = try ProgramRun.run(tool, arguments, stdout: .discard)
+        guard r.status == 0 && !r.signalled else { throw OriginTestFailure("\(tool) \(arguments) failed: \(r.err)") }
     }
 }
 

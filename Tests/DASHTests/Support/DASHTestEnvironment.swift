@@ -34,21 +34,8 @@ enum DASHTestEnvironment {
 
     /// Runs a program to completion; `stdin` is written to its standard input.
     static func run(_ program: String, _ arguments: [String], stdin: Data? = nil) throws -> (status: Int32, out: String, err: String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: program)
-        p.arguments = arguments
-        let out = Pipe(), err = Pipe(), input = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = input
-        try p.run()
-        if let stdin { input.fileHandleForWriting.write(stdin) }
-        try input.fileHandleForWriting.close()
-        // stderr carries a few lines at most, so reading stdout first cannot block the child.
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitForEnd()
-        return ((p.endStatus ?? -1), String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+        let r = try ProgramRun.run(program, arguments, stdin: stdin)
+        return (r.status, r.out, r.err)
     }
 
     /// A new empty folder among the test run's files (`Scratch`).

@@ -61,15 +61,6 @@ final class LiveProcess: @unchecked Sendable {
         }
     }
 
-    /// All of stdout, once the process closes it (a command's whole answer), read as
-    /// `firstStdoutLine` is.
-    func allStdout() async -> String {
-        let reader = outPipe.fileHandleForReading
-        return await withCheckedContinuation { (all: CheckedContinuation<String, Never>) in
-            Thread { all.resume(returning: String(decoding: reader.readDataToEndOfFile(), as: UTF8.self)) }.start()
-        }
-    }
-
     /// Waits until stderr matches `pattern`, returning the first capture (without holding a
     /// thread, as `firstStdoutLine`).
     func waitForStderr(_ pattern: Regex<(Substring, Substring)>, timeout: Duration = .seconds(30)) async throws -> String {
@@ -217,13 +208,8 @@ enum Live {
     /// Whether this machine lets `onSmallDisk` mount its disk: user namespaces are allowed
     /// (Debian; Ubuntu 24.04's AppArmor restricts them) and util-linux is installed.
     static let canMountSmallDisks: Bool = {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
-        p.arguments = onSmallDisk(size: "64k", folder: NSTemporaryDirectory(), ["true"])
-        p.standardError = FileHandle.nullDevice
-        guard (try? p.run()) != nil else { return false }
-        p.waitForEnd()
-        return p.endStatus == 0
+        let r = try? ProgramRun.run("/usr/bin/unshare", onSmallDisk(size: "64k", folder: NSTemporaryDirectory(), ["true"]), stderr: .discard)
+        return r?.status == 0 && r?.signalled == false
     }()
 
     /// The arguments of `/usr/bin/unshare` that run `command` with `folder` on a disk of its
@@ -270,17 +256,8 @@ extension Live {
 /// xresids as the gateway derives them: lowercase hex MD5 of host + path.
 enum XResIDs {
     static func derived(_ host: String, _ path: String) -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/md5sum")
-        let inPipe = Pipe(), outPipe = Pipe()
-        p.standardInput = inPipe
-        p.standardOutput = outPipe
-        try? p.run()
-        inPipe.fileHandleForWriting.write(Data((host + path).utf8))
-        try? inPipe.fileHandleForWriting.close()
-        let out = outPipe.fileHandleForReading.readDataToEndOfFile()
-        p.waitForEnd()
-        return String(String(decoding: out, as: UTF8.self).prefix(32))
+        let r = try? ProgramRun.run("/usr/bin/md5sum", [], stdin: Data((host + path).utf8))
+        return String((r?.out ?? "").prefix(32))
     }
 }
 

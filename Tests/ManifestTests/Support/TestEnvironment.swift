@@ -35,20 +35,9 @@ enum TestEnvironment {
 
     /// Runs a script from Tests/python with the arguments, returning (exit status, stdout, stderr).
     static func runPython(_ script: String, _ arguments: [String], stdin: Data? = nil) throws -> (Int32, String, String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = [python, packageRoot.appendingPathComponent("Tests/python/\(script)").path] + arguments
-        let out = Pipe(), err = Pipe(), input = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = input
-        try p.run()
-        if let stdin { input.fileHandleForWriting.write(stdin) }
-        try input.fileHandleForWriting.close()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitForEnd()
-        return ((p.endStatus ?? -1), String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+        let script = packageRoot.appendingPathComponent("Tests/python/\(script)").path
+        let r = try ProgramRun.run("/usr/bin/env", [python, script] + arguments, stdin: stdin)
+        return (r.status, r.out, r.err)
     }
 
     /// A new empty folder among the test run's files (`Scratch`).
