@@ -2,17 +2,17 @@ import Foundation
 import Origin
 import Synchronization
 import Testing
+import TestScratch
 
 /// Tests/python/fault_origin.py running on 127.0.0.1 for one test: a real HTTP origin that
 /// misbehaves on request and counts what it was asked. Start with `await FaultOrigin.start()`,
 /// end with `await stop()`. Nothing here blocks a thread of the concurrency pool (tests run in
-/// parallel on few cores): the port and the exit arrive through Foundation's handlers.
+/// parallel on few cores): the port arrives through a readability handler, the exit is polled.
 final class FaultOrigin {
     let port: Int
     private let process: Process
     /// The script's stdin: it exits when this closes, even if the test process dies.
     private let lifeline: Pipe
-    private let exited: Signal
     /// Asks the origin for its counters; allowed to reach it because it is on the allow list.
     private let control: OriginClient
 
@@ -32,11 +32,10 @@ final class FaultOrigin {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [python, script.path]
-        let out = Pipe(), lifeline = Pipe(), exited = Signal(), firstLine = LineReader()
+        let out = Pipe(), lifeline = Pipe(), firstLine = LineReader()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
         process.standardInput = lifeline
-        process.terminationHandler = { _ in exited.fire() }
         out.fileHandleForReading.readabilityHandler = { handle in firstLine.append(handle.availableData) }
         try process.run()
         let line = await firstLine.line()
@@ -45,14 +44,13 @@ final class FaultOrigin {
             process.terminate()
             throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "fault_origin.py printed no port"])
         }
-        return FaultOrigin(process: process, port: port, lifeline: lifeline, exited: exited)
+        return FaultOrigin(process: process, port: port, lifeline: lifeline)
     }
 
-    private init(process: Process, port: Int, lifeline: Pipe, exited: Signal) {
+    private init(process: Process, port: Int, lifeline: Pipe) {
         self.process = process
         self.port = port
         self.lifeline = lifeline
-        self.exited = exited
         var config = OriginClient.Configuration()
         config.addressPolicy = AddressPolicy(allowOrigins: [AllowedOrigin("127.0.0.1:\(port)")!])
         control = OriginClient(configuration: config)
@@ -68,35 +66,22 @@ final class FaultOrigin {
         return try JSONDecoder().decode(Counts.self, from: Data(body))
     }
 
+    /// Stops the origin and waits for its end as the kernel tells it (`hasEnded`): Foundation's
+    /// termination handler may never run when a sibling inherited the child's socket
+    /// (Tests/TestScratch/ProcessEnd.swift). Killed if SIGTERM has not ended it in 10 s.
     func stop() async {
         await control.shutdown()
         try? lifeline.fileHandleForWriting.close()
         process.terminate()
-        await exited.wait()
+        guard await !ended(within: .seconds(10)) else { return }
+        kill(process.processIdentifier, SIGKILL)
+        _ = await ended(within: .seconds(10))
     }
 
-    /// A one-time event that tasks can wait for.
-    private final class Signal: Sendable {
-        private let state = Mutex<(fired: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
-
-        func fire() {
-            let waiters = state.withLock { s in
-                s.fired = true
-                defer { s.waiters = [] }
-                return s.waiters
-            }
-            for w in waiters { w.resume() }
-        }
-
-        func wait() async {
-            await withCheckedContinuation { c in
-                let fired = state.withLock { s in
-                    if !s.fired { s.waiters.append(c) }
-                    return s.fired
-                }
-                if fired { c.resume() }
-            }
-        }
+    private func ended(within grace: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + grace
+        while !process.hasEnded && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+        return process.hasEnded
     }
 
     /// Collects output until the first newline (or the end) and hands over that line.
