@@ -236,7 +236,7 @@ struct ChecksumRegistryTests {
         let registry = try ChecksumRegistry(storage: try SQLiteRegistryStorage(path: folder + "/revived.sqlite"), capacity: 2, logger: Logger(label: "test")) { keys in
             if first.exchange(false, ordering: .sequentiallyConsistent) {
                 entered.signal()
-                held.wait()
+                _ = held.wait(timeout: .now() + 60)  // bounded: a failing run ends, not hangs
             }
             told.withLock { $0 += keys }
         }
@@ -246,7 +246,7 @@ struct ChecksumRegistryTests {
         // deletion waits; then key(1) and key(2), with nothing deleting them yet.
         ready(0)
         ready(1)
-        entered.wait()
+        try #require(entered.wait(timeout: .now() + 60) == .success, "the first deletion began")
         ready(2)
         ready(3)
         #expect(!registry.holds(x) && !registry.holds(z), "let go, not yet deleted")

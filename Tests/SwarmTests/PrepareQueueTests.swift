@@ -266,4 +266,35 @@ struct PrepareQueueTests {
         #expect(q.job(id)?.state == .failed)
         #expect(registry.entry(k)?.state == .failed)
     }
+
+    /// A cancel that lands between a prepare's queuing and its mark in the registry (the
+    /// queuing's thread held there, as a preempted one would be): the registry says the object
+    /// is unknown, as its cancelled job is. The queuing's mark came last and said preparing.
+    /// (The queue is not run here, so the job never starts.)
+    @Test func aCancelBetweenAQueuingAndItsMarkLeavesTheObjectUnknown() throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let storage = try SQLiteRegistryStorage(path: folder + "/registry-marks.sqlite")
+        let registry = try ChecksumRegistry(storage: storage, logger: logger)
+        let q = try queue(storage, registry: registry, keepDone: 10)
+        let k = key(5)
+        let (reached, go, queued) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+        q.beforeMarks.withLock {
+            $0 = { _ in
+                reached.signal()
+                _ = go.wait(timeout: .now() + 60)  // bounded: a failing run ends, not hangs
+            }
+        }
+        Thread.detachNewThread {
+            q.enqueue(k, url: "http://cdn.example.com/seg-5.ts", urgent: false)
+            queued.signal()
+        }
+        try #require(reached.wait(timeout: .now() + 60) == .success, "the queuing reached its mark")
+        q.beforeMarks.withLock { $0 = nil }
+        #expect(q.cancel(k.id.prefixID)?.state == .cancelled)
+        #expect(registry.entry(k)?.state == .unknown, "the cancel's mark")
+        go.signal()
+        try #require(queued.wait(timeout: .now() + 60) == .success, "the queuing ended")
+        #expect(q.job(k.id.prefixID)?.state == .cancelled)
+        #expect(registry.entry(k)?.state == .unknown, "the registry says what the job is")
+    }
 }

@@ -92,6 +92,14 @@ public final class PrepareQueue: Service, Sendable {
     /// Held through each write or delete of jobs: each writes the jobs as memory holds them
     /// then, so an older state of a job is never written after a newer one.
     private let jobWrites = Mutex<Void>(())
+    /// Held through each mark of objects in the registry as their jobs are queued (preparing)
+    /// or cancelled (unknown), each job's state read inside: of two marks of one object, the
+    /// last written says how its job stands last. (A cancel landing between a queuing's change
+    /// and its mark was overwritten by that mark: preparing, of a cancelled job.)
+    private let registryMarks = Mutex<Void>(())
+    /// Tests only: called with the ids of a queuing's changed jobs before their marks, to hold
+    /// a queuing there (a thread preempted between the two, which no real part shows on demand).
+    let beforeMarks = Mutex<(@Sendable ([String]) -> Void)?>(nil)
 
     init(
         registry: ChecksumRegistry, storage: any RegistryStorage, preparer: Preparer, pieceSize: Int, maxRunning: Int,
@@ -182,7 +190,8 @@ public final class PrepareQueue: Service, Sendable {
         }
         if !changed.isEmpty {
             // Written before any of them can start: a run's outcome is written after this.
-            registry.markPreparing(changed.map(\.key))
+            beforeMarks.withLock { $0 }?(changed.map(\.id))
+            markObjects(changed.map(\.id))
             save(changed.map(\.id))
             state.withLock { s in
                 for job in changed {
@@ -442,11 +451,33 @@ public final class PrepareQueue: Service, Sendable {
         task?.cancel()
         if let job, cancelled {
             save([job.id])
-            registry.markUnknown(job.key)
+            markObjects([job.id])
             settled(id)
         }
         wake.yield()
         return job
+    }
+
+    /// Marks the objects of the jobs `ids` in the registry as the jobs stand now: preparing
+    /// while queued, running or paused; unknown once cancelled. (A done or failed job's mark
+    /// is its run's end.)
+    private func markObjects(_ ids: [String]) {
+        registryMarks.withLock { _ in
+            let (preparing, unknown) = state.withLock { s -> ([ObjectKey], [ObjectKey]) in
+                var preparing: [ObjectKey] = [], unknown: [ObjectKey] = []
+                for id in ids {
+                    guard let job = s.jobs[id] else { continue }
+                    switch job.state {
+                    case .queued, .running, .paused: preparing.append(job.key)
+                    case .cancelled: unknown.append(job.key)
+                    case .done, .failed: break
+                    }
+                }
+                return (preparing, unknown)
+            }
+            registry.markPreparing(preparing)
+            for key in unknown { registry.markUnknown(key) }
+        }
     }
 
     // MARK: running
