@@ -45,20 +45,30 @@ final class LiveProcess: @unchecked Sendable {
 
     /// The first line of stdout (origins print their port there), read on a thread of its own:
     /// tests run on Swift's cooperative threads, as many as cores, and a test blocking one
-    /// while a child starts holds up every other test of the process.
-    func firstStdoutLine() async -> String {
+    /// while a child starts holds up every other test of the process. Empty when no line came
+    /// within 2 s of the process's end (a process that inherited the pipe may hold it open:
+    /// see Tests/TestScratch/ProgramRun.swift) or within `timeout`.
+    func firstStdoutLine(timeout: Duration = .seconds(60)) async -> String {
         let reader = outPipe.fileHandleForReading
-        return await withCheckedContinuation { (line: CheckedContinuation<String, Never>) in
-            Thread {
-                var bytes: [UInt8] = []
-                while true {
-                    let d = reader.readData(ofLength: 1)
-                    if d.isEmpty || d.first == UInt8(ascii: "\n") { break }
-                    bytes += d
-                }
-                line.resume(returning: String(decoding: bytes, as: UTF8.self))
-            }.start()
+        let line = LockedText(), read = LockedText()
+        Thread {
+            var bytes: [UInt8] = []
+            while true {
+                let d = reader.readData(ofLength: 1)
+                if d.isEmpty || d.first == UInt8(ascii: "\n") { break }
+                bytes += d
+            }
+            line.append(String(decoding: bytes, as: UTF8.self))
+            read.append("end")
+        }.start()
+        let deadline = ContinuousClock.now + timeout
+        var ended: ContinuousClock.Instant?
+        while read.value.isEmpty && ContinuousClock.now < deadline {
+            if ended == nil && process.hasEnded { ended = .now }
+            if let ended, ContinuousClock.now - ended > .seconds(2) { break }
+            try? await Task.sleep(for: .milliseconds(2))
         }
+        return line.value
     }
 
     /// Waits until stderr matches `pattern`, returning the first capture (without holding a
