@@ -21,6 +21,30 @@ struct PrepareQueueTests {
         return try PrepareQueue(registry: registry, storage: storage, preparer: preparer, pieceSize: 1024, maxRunning: 1, keepDone: keepDone, logger: logger)
     }
 
+    /// Queues `k` on `q` from a thread of its own, held before the queuing's registry marks and
+    /// writes (`beforeMarks`), as a thread preempted there would be; returns once it is held.
+    /// The function returned lets it go on and returns once it has ended. Waits are bounded:
+    /// a failing run ends rather than hangs.
+    func queuingHeldBeforeItsWrites(_ q: PrepareQueue, _ k: ObjectKey) throws -> () throws -> Void {
+        let (reached, go, queued) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+        q.beforeMarks.withLock {
+            $0 = { _ in
+                reached.signal()
+                _ = go.wait(timeout: .now() + 60)
+            }
+        }
+        Thread.detachNewThread {
+            q.enqueue(k, url: "http://cdn.example.com\(k.path)", urgent: false)
+            queued.signal()
+        }
+        try #require(reached.wait(timeout: .now() + 60) == .success, "the queuing reached its writes")
+        q.beforeMarks.withLock { $0 = nil }  // only this queuing is held
+        return {
+            go.signal()
+            try #require(queued.wait(timeout: .now() + 60) == .success, "the queuing ended")
+        }
+    }
+
     @Test func finishedJobsBeyondTheLimitAreDroppedAndTheirObjectsStayReady() throws {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let storage = try SQLiteRegistryStorage(path: folder + "/registry.sqlite")
@@ -218,22 +242,20 @@ struct PrepareQueueTests {
 
     /// A job paused while its queuing is still being written stays paused on disk: the
     /// queuing's write (of the job as it was queued) came last, and the next start ran a job
-    /// the operator had paused.
-    @Test func aJobPausedWhileItsQueuingIsWrittenStaysPausedOnDisk() async throws {
+    /// the operator had paused. The queuing is held before its writes (`beforeMarks`).
+    @Test func aJobPausedWhileItsQueuingIsWrittenStaysPausedOnDisk() throws {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let path = folder + "/registry-paused.sqlite"
-        let storage = ChecksumRegistryTests.FlakyStorage(try SQLiteRegistryStorage(path: path))
+        let storage = try SQLiteRegistryStorage(path: path)
         let registry = try ChecksumRegistry(storage: storage, logger: logger)
         let q = try queue(storage, registry: registry, keepDone: 10)  // not run: the job stays queued
-        storage.stall.store(300_000, ordering: .sequentiallyConsistent)  // the registry's write of "preparing"
-        let queuing = Task.detached { q.enqueue(key(7), url: "http://cdn.example.com/seg-7.ts", urgent: false) }
+        let release = try queuingHeldBeforeItsWrites(q, key(7))
         let id = key(7).id.prefixID
-        while q.job(id) == nil { try await Task.sleep(for: .milliseconds(5)) }
         #expect(q.pause(id)?.state == .paused)
-        storage.stall.store(0, ordering: .sequentiallyConsistent)
-        _ = await queuing.value
+        try release()
         #expect(try SQLiteRegistryStorage(path: path).loadJobs().map(\.state) == [.paused])
         #expect(q.job(id)?.state == .paused)
+        #expect(registry.entry(key(7))?.state == .preparing, "a paused job's object is still being prepared")
     }
 
     /// An operator's retry of a failed job that comes while the failure is being recorded
@@ -277,23 +299,10 @@ struct PrepareQueueTests {
         let registry = try ChecksumRegistry(storage: storage, logger: logger)
         let q = try queue(storage, registry: registry, keepDone: 10)
         let k = key(5)
-        let (reached, go, queued) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
-        q.beforeMarks.withLock {
-            $0 = { _ in
-                reached.signal()
-                _ = go.wait(timeout: .now() + 60)  // bounded: a failing run ends, not hangs
-            }
-        }
-        Thread.detachNewThread {
-            q.enqueue(k, url: "http://cdn.example.com/seg-5.ts", urgent: false)
-            queued.signal()
-        }
-        try #require(reached.wait(timeout: .now() + 60) == .success, "the queuing reached its mark")
-        q.beforeMarks.withLock { $0 = nil }
+        let release = try queuingHeldBeforeItsWrites(q, k)
         #expect(q.cancel(k.id.prefixID)?.state == .cancelled)
         #expect(registry.entry(k)?.state == .unknown, "the cancel's mark")
-        go.signal()
-        try #require(queued.wait(timeout: .now() + 60) == .success, "the queuing ended")
+        try release()
         #expect(q.job(k.id.prefixID)?.state == .cancelled)
         #expect(registry.entry(k)?.state == .unknown, "the registry says what the job is")
     }
