@@ -64,7 +64,7 @@ let package = Package(
         .target(
             name: "Swarm",
             dependencies: [
-                "PieceStore", "Origin", "Manifest",
+                "PieceStore", "Origin", "Manifest", "CLinux",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "Logging", package: "swift-log"),

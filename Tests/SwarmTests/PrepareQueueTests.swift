@@ -306,4 +306,46 @@ struct PrepareQueueTests {
         #expect(q.job(k.id.prefixID)?.state == .cancelled)
         #expect(registry.entry(k)?.state == .unknown, "the registry says what the job is")
     }
+
+    /// Once the queue has drained after `trimAfter` jobs ended, the allocator is asked once to
+    /// give back the memory it keeps free; not while jobs are left, and not again for a batch
+    /// that ends within `trimInterval`. (Each job here fails at once: the default policy
+    /// refuses loopback origins.)
+    @Test func aDrainedQueueGivesBackFreeMemoryOnceAfterABatch() async throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let storage = try SQLiteRegistryStorage(path: folder + "/registry-trim.sqlite")
+        let registry = try ChecksumRegistry(storage: storage, logger: logger)
+        let store = try PieceStore(directory: folder + "/cache", capacity: 1 << 20, logger: logger)
+        let preparer = Preparer(origin: OriginClient(), store: store, maxObjectSize: 1 << 20, logger: logger)
+        let trims = Atomic<Int>(0), early = Atomic<Int>(0)
+        let queue = Mutex<PrepareQueue?>(nil)
+        let q = try PrepareQueue(
+            registry: registry, storage: storage, preparer: preparer, pieceSize: 1024, maxRunning: 3, trimAfter: 50, trimInterval: .seconds(600),
+            giveBackFreeMemory: {
+                trims.add(1, ordering: .sequentiallyConsistent)
+                let left = queue.withLock { $0 }?.jobs().count { !$0.state.isFinished } ?? 0
+                early.add(left, ordering: .sequentiallyConsistent)
+            }, logger: logger)
+        queue.withLock { $0 = q }
+        let running = Task { try await q.run() }
+        defer { running.cancel() }
+        func batch(_ range: Range<Int>) async throws {
+            q.enqueue(range.map { (key($0), "http://127.0.0.1:1/seg-\($0).ts") }, urgent: false)
+            let deadline = ContinuousClock.now + .seconds(60)  // a full run starts every suite at once
+            while q.jobs().contains(where: { !$0.state.isFinished }), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            try #require(!q.jobs().contains { !$0.state.isFinished }, "the batch ended")
+        }
+        try await batch(0..<40)
+        #expect(trims.load(ordering: .sequentiallyConsistent) == 0, "40 jobs: fewer than 50")
+        try await batch(40..<100)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while trims.load(ordering: .sequentiallyConsistent) == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(trims.load(ordering: .sequentiallyConsistent) == 1, "once, when 100 had ended")
+        #expect(early.load(ordering: .sequentiallyConsistent) == 0, "with no job left")
+        try await batch(100..<160)
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(trims.load(ordering: .sequentiallyConsistent) == 1, "not again within the interval")
+    }
 }

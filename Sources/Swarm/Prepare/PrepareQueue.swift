@@ -1,3 +1,4 @@
+import CLinux
 import Foundation
 import Logging
 import PieceStore
@@ -44,6 +45,9 @@ public final class PrepareQueue: Service, Sendable {
         /// Requests that would queue a job again (a player's, an operator's retry) and came
         /// while its end was being recorded: made once it has been.
         var afterSettling: [String: Request] = [:]
+        /// Jobs ended since the allocator last gave back its free memory, and when that was.
+        var endedSinceTrim = 0
+        var lastTrim: ContinuousClock.Instant?
     }
 
     /// A request to queue an object: what `enqueue` was asked.
@@ -97,15 +101,28 @@ public final class PrepareQueue: Service, Sendable {
     /// last written says how its job stands last. (A cancel landing between a queuing's change
     /// and its mark was overwritten by that mark: preparing, of a cancelled job.)
     private let registryMarks = Mutex<Void>(())
+    /// Memory the allocator keeps free is given back to the system once the queue has drained
+    /// after at least this many jobs ended, and at most once a `trimInterval`. glibc keeps
+    /// what a batch freed: after 10,000 objects prepared, a gateway held 20–30 MB more than
+    /// it used (90 MB, 69 after `malloc_trim`), for good.
+    let trimAfter: Int
+    let trimInterval: Duration
+    /// Gives the allocator's free memory back (glibc's `malloc_trim`), off the caller's thread.
+    let giveBackFreeMemory: @Sendable () -> Void
     /// Tests only: called with the ids of a queuing's changed jobs before their marks, to hold
     /// a queuing there (a thread preempted between the two, which no real part shows on demand).
     let beforeMarks = Mutex<(@Sendable ([String]) -> Void)?>(nil)
 
     init(
         registry: ChecksumRegistry, storage: any RegistryStorage, preparer: Preparer, pieceSize: Int, maxRunning: Int,
-        keepDone: Int = 1000, logger: Logger
+        keepDone: Int = 1000, trimAfter: Int = 1000, trimInterval: Duration = .seconds(10),
+        giveBackFreeMemory: @escaping @Sendable () -> Void = PrepareQueue.mallocTrim,
+        logger: Logger
     ) throws(RegistryError) {
         self.keepDone = keepDone
+        self.trimAfter = trimAfter
+        self.trimInterval = trimInterval
+        self.giveBackFreeMemory = giveBackFreeMemory
         self.registry = registry
         self.storage = storage
         self.preparer = preparer
@@ -620,8 +637,28 @@ public final class PrepareQueue: Service, Sendable {
             save([finished.id])
             finishedObserver.withLock { $0 }?.call(ObjectRef(key: job.key, url: job.url))
             settled(id)  // after the end is told: a request meanwhile starts the next run
+            trimIfDrained()
         }
         wake.yield()
+    }
+
+    /// Counts a job ended; once the queue has drained after `trimAfter` of them (and not within
+    /// a `trimInterval` of the last time), has the allocator give back its free memory.
+    private func trimIfDrained() {
+        let trim = state.withLock { s -> Bool in
+            s.endedSinceTrim += 1
+            guard s.endedSinceTrim >= trimAfter, s.jobs.queuedCount == 0, s.running.isEmpty else { return false }
+            if let last = s.lastTrim, ContinuousClock.now - last < trimInterval { return false }
+            s.endedSinceTrim = 0
+            s.lastTrim = .now
+            return true
+        }
+        if trim { giveBackFreeMemory() }
+    }
+
+    /// glibc's `malloc_trim`, on a utility thread: it walks every arena.
+    public static let mallocTrim: @Sendable () -> Void = {
+        DispatchQueue.global(qos: .utility).async { _ = swarmgate_malloc_trim() }
     }
 
     /// A job's end is recorded: the requests that came meanwhile are made now.
