@@ -42,8 +42,8 @@ final class SwarmTransferTests {
         try await node(trackerPort: trackerPort, originPort: originPort, ["--peer-deadline", "0"])
     }
 
-    static func playlist(_ name: String, originPort: Int, segments: Int) -> String {
-        "/hls.vod.p2p.com/127.0.0.1:\(originPort)/vod/\(name).m3u8?segments=\(segments)&size=200000"
+    static func playlist(_ name: String, originPort: Int, segments: Int, size: Int = 200_000) -> String {
+        "/hls.vod.p2p.com/127.0.0.1:\(originPort)/vod/\(name).m3u8?segments=\(segments)&size=\(size)"
     }
 
     /// One media object as a player got it: its bytes, how long it took, and whether the
@@ -137,9 +137,9 @@ final class SwarmTransferTests {
         #expect(sent.max() ?? 0 <= last, "\(sent.sorted())", sourceLocation: sourceLocation)
     }
 
-    func expectCorrect(_ played: [Played], _ name: String, segments: Int, from first: Int = 0) {
+    func expectCorrect(_ played: [Played], _ name: String, segments: Int, from first: Int = 0, size: Int = 200_000) {
         #expect(played.count == segments)
-        for (k, p) in played.enumerated() { #expect(p.body == Self.segment(name, first + k), "segment \(first + k) of \(name)") }
+        for (k, p) in played.enumerated() { #expect(p.body == Self.segment(name, first + k, size: size), "segment \(first + k) of \(name)") }
     }
 
     /// An origin, a tracker and nodes A and B logged in to it, where A has played VOD `name`
@@ -1183,13 +1183,17 @@ final class SwarmTransferTests {
         #expect(try await Self.stat(aPort)["badPieces"] as? Int ?? 0 > 0, "a found the rot when asked")
     }
 
+    /// Segments of 25 pieces, from peers among which a slow one claims them all: a response's
+    /// pieces start a few at a time, and each few waited the deadline on the slow peer (3 s a
+    /// segment here, measured); once it has missed it, the object's other pieces go to the
+    /// others, so a segment costs the deadline once.
     @Test func aKilledPeerAndASlowPeerCostAtMostTheDeadlinePlusTheCDN() async throws {
         let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }
         let (t, trackerPort) = try await tracker(dir: Live.cacheFolder(), originPort: originPort)
         defer { t.stop() }
-        let segments = 4
-        let list = Self.playlist("faults", originPort: originPort, segments: segments)
+        let (segments, size) = (4, 1_600_000)
+        let list = Self.playlist("faults", originPort: originPort, segments: segments, size: size)
         let (a, aPort) = try await node(trackerPort: trackerPort, originPort: originPort)
         _ = try await Self.play(port: aPort, playlist: list)
         // A slow peer (10 KB/s) claims everything; the node that held it all dies.
@@ -1204,9 +1208,9 @@ final class SwarmTransferTests {
         let (b, bPort) = try await node(trackerPort: trackerPort, originPort: originPort, ["--peer-deadline", "0.5"])
         defer { b.stop() }
         let played = try await Self.play(port: bPort, playlist: list)
-        expectCorrect(played, "faults", segments: segments)
-        // Each segment: pieces in parallel, each at most the deadline on peers, then the CDN.
-        for (k, p) in played.enumerated() { #expect(p.seconds < 0.5 + 2.5, "segment \(k) took \(p.seconds) s") }
+        expectCorrect(played, "faults", segments: segments, size: size)
+        // Each segment: the deadline on peers once, then the CDN or the other peers.
+        for (k, p) in played.enumerated() { #expect(p.seconds < 0.5 + 1.5, "segment \(k) took \(p.seconds) s") }
         let fallbacks = try await Self.stat(bPort)["fallbacks"] as? [String: Int] ?? [:]
         #expect(fallbacks["deadline", default: 0] + fallbacks["peers_failed", default: 0] > 0, "\(fallbacks)")
     }

@@ -79,6 +79,11 @@ public final class SwarmNode: Sendable {
         var peerLists: [String: (peers: [SwarmPeer], at: ContinuousClock.Instant)] = [:]
         /// Peers that sent a bad piece of an object: not asked for it again.
         var dropped: [String: Set<String>] = [:]
+        /// Peers that missed the deadline for a piece of an object, and until when they are
+        /// not asked for its other pieces: a response's pieces start a few at a time, each
+        /// with the deadline, so one slow holder cost a response the deadline again for each
+        /// few pieces.
+        var slow: [String: [String: ContinuousClock.Instant]] = [:]
     }
 
     /// Why a piece came from the origin rather than from a peer.
@@ -129,6 +134,8 @@ public final class SwarmNode: Sendable {
 
     /// How long a want's answer is reused for further pieces of the object.
     static let peerListLifetime: Duration = .seconds(2)
+    /// How long a peer that missed a piece's deadline is not asked for the object's other pieces.
+    static let slowPeerLifetime: Duration = .seconds(10)
 
     /// Opens the piece store in `cacheDirectory` and the registry in `registryPath`.
     public init(
@@ -544,11 +551,16 @@ public final class SwarmNode: Sendable {
         let me = link.configuration.peerID.current
         let size = checksums.layout.size(of: index)
         // Pieces of one object spread over its holders.
+        var skippedSlow = false
         for n in 0..<peers.count {
             let peer = peers[(index + n) % peers.count]
             let left = deadline - (ContinuousClock.now - started)
             guard left > .milliseconds(1) else { return .none(.deadline) }
             if swarm.withLock({ $0.dropped[key.id]?.contains(peer.peerId) == true }) { continue }
+            if isSlow(peer.peerId, for: key) {
+                skippedSlow = true
+                continue
+            }
             // `sha`: the piece this node's checksums expect. A holder with another copy of the
             // object (the origin's changed, and one of them has not heard yet) refuses with 409
             // rather than send a piece that would count against it as bad.
@@ -560,7 +572,10 @@ public final class SwarmNode: Sendable {
                 guard response.status == 200 else { continue }
                 bytes = try await response.body.collect(upTo: size)
             } catch {
-                if error.code == .timeout { return .none(.deadline) }
+                if error.code == .timeout {
+                    markSlow(peer.peerId, for: key)
+                    return .none(.deadline)
+                }
                 continue
             }
             guard bytes.withUnsafeBytes({ checksums.matches(index, $0) }) else {
@@ -570,14 +585,33 @@ public final class SwarmNode: Sendable {
                     s.dropped[key.id, default: []].insert(peer.peerId)
                     s.peerLists[key.id] = nil
                 }
-                await link.report(peer.peerId, object: key.id, piece: index)
+                // Not waited for: the report queues behind the link's other messages, and the
+                // piece goes on to the next peer meanwhile.
+                Task { await link.report(peer.peerId, object: key.id, piece: index) }
                 continue
             }
             if prefetch { notePrefetched(key, index, from: .peer(peer.peerId)) }
             keep(key, checksums.layout, index, bytes)
             return .piece(ObtainedPiece(bytes: bytes, peer: peer.peerId))
         }
-        return .none(.peersFailed)
+        return .none(skippedSlow ? .deadline : .peersFailed)
+    }
+
+    private func isSlow(_ peer: String, for key: ObjectKey) -> Bool {
+        swarm.withLock { s in s.slow[key.id]?[peer].map { ContinuousClock.now < $0 } ?? false }
+    }
+
+    private func markSlow(_ peer: String, for key: ObjectKey) {
+        let now = ContinuousClock.now
+        swarm.withLock { s in
+            s.slow[key.id, default: [:]][peer] = now + Self.slowPeerLifetime
+            if s.slow.count > 4096 {
+                s.slow = s.slow.compactMapValues { peers in
+                    let live = peers.filter { now < $0.value }
+                    return live.isEmpty ? nil : live
+                }
+            }
+        }
     }
 
     /// The holders of `key` the tracker named lately, else asked now (one want at a time per object).
