@@ -6,7 +6,11 @@ import Synchronization
 final class HostLimiter: Sendable {
     private struct Waiter {
         let id: UInt64
-        let continuation: CheckedContinuation<Bool, Never>
+        let continuation: CheckedContinuation<Grant, Never>
+    }
+
+    private enum Grant {
+        case granted, cancelled, timedOut
     }
 
     private struct State {
@@ -22,9 +26,9 @@ final class HostLimiter: Sendable {
         self.limit = max(1, limit)
     }
 
-    /// Waits for a permit for `key` (`host:port`). Throws `.cancelled` if the task is
-    /// cancelled while waiting.
-    func acquire(_ key: String) async throws(OriginError) {
+    /// Waits for a permit for `key` (`host:port`), for at most `wait` when given. Throws
+    /// `.cancelled` if the task is cancelled while waiting, `.timeout` past `wait`.
+    func acquire(_ key: String, within wait: Duration? = nil) async throws(OriginError) {
         let id: UInt64? = state.withLock { s in
             if s.inFlight[key, default: 0] < limit {
                 s.inFlight[key, default: 0] += 1
@@ -34,28 +38,51 @@ final class HostLimiter: Sendable {
             return s.nextID
         }
         guard let id else { return }
-        let granted = await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
-                let immediate: Bool? = state.withLock { s in
+        // The timer fires at the deadline or after: a waiter queued before then is found,
+        // and one that would queue after it does not wait.
+        let deadline = wait.map { ContinuousClock.now + $0 }
+        let timer = deadline.map { deadline in
+            Task { [weak self] in
+                try? await Task.sleep(until: deadline)
+                self?.giveUp(key, id, .timedOut)
+            }
+        }
+        defer { timer?.cancel() }
+        let grant = await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Grant, Never>) in
+                let immediate: Grant? = state.withLock { s in
                     // Cancelled before we queued: the handler below found nothing to cancel.
-                    if Task.isCancelled { return false }
+                    if Task.isCancelled { return .cancelled }
                     if s.inFlight[key, default: 0] < limit {
                         s.inFlight[key, default: 0] += 1
-                        return true
+                        return .granted
                     }
+                    if let deadline, ContinuousClock.now >= deadline { return .timedOut }
                     s.waiters[key, default: []].append(Waiter(id: id, continuation: c))
                     return nil
                 }
                 if let immediate { c.resume(returning: immediate) }
             }
         } onCancel: {
-            let waiter: Waiter? = state.withLock { s in
-                guard let i = s.waiters[key]?.firstIndex(where: { $0.id == id }) else { return nil }
-                return s.waiters[key]?.remove(at: i)
-            }
-            waiter?.continuation.resume(returning: false)
+            giveUp(key, id, .cancelled)
         }
-        if !granted { throw OriginError(.cancelled, "cancelled while waiting for a connection slot to \(key)") }
+        switch grant {
+        case .granted: return
+        case .cancelled: throw OriginError(.cancelled, "cancelled while waiting for a connection slot to \(key)")
+        case .timedOut: throw OriginError(.timeout, "no connection slot to \(key) within \(wait ?? .zero) (\(limit) in use)")
+        }
+    }
+
+    /// Ends waiter `id`'s wait for `key` without a permit, if it still waits (a timer that
+    /// fires after the permit was granted finds nothing).
+    private func giveUp(_ key: String, _ id: UInt64, _ why: Grant) {
+        let waiter: Waiter? = state.withLock { s in
+            guard let i = s.waiters[key]?.firstIndex(where: { $0.id == id }) else { return nil }
+            let w = s.waiters[key]?.remove(at: i)
+            if s.waiters[key]?.isEmpty == true { s.waiters[key] = nil }
+            return w
+        }
+        waiter?.continuation.resume(returning: why)
     }
 
     /// Gives a permit back: the next waiter for `key`, if any, takes it over.
@@ -70,6 +97,6 @@ final class HostLimiter: Sendable {
             s.inFlight[key] = n > 0 ? n : nil
             return nil
         }
-        next?.continuation.resume(returning: true)
+        next?.continuation.resume(returning: .granted)
     }
 }

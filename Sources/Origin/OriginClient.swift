@@ -72,11 +72,23 @@ public final class OriginClient: Sendable {
     private func attempt(
         _ request: OriginRequest, url: CurlURL, method: OriginRequest.Method
     ) async throws(OriginError) -> (Transfer, ResponseHead) {
-        let options = TransferOptions(request, url: url, method: method, configuration: configuration)
         let limiter = request.longPoll ? longPollLimiter : self.limiter
         var retry = 0
         while true {
-            try await limiter.acquire(url.hostKey)
+            // The wait for a connection slot counts against the total timeout: a peer's piece
+            // has a deadline, and the slots to a slow peer may all be taken.
+            let queued = ContinuousClock.now
+            try await limiter.acquire(url.hostKey, within: request.timeouts.total)
+            var timed = request
+            if let total = request.timeouts.total {
+                let left = total - (ContinuousClock.now - queued)
+                guard left > .zero else {
+                    limiter.release(url.hostKey)
+                    throw OriginError(.timeout, "no connection slot to \(url.hostKey) within \(total)")
+                }
+                timed.timeouts.total = left
+            }
+            let options = TransferOptions(timed, url: url, method: method, configuration: configuration)
             let transfer = try Transfer(options, loop: loop, limiter: limiter)
             guard loop.add(transfer) else {
                 transfer.complete(OriginError(.cancelled, "the origin client shut down"))
