@@ -1008,6 +1008,40 @@ final class SwarmTransferTests {
         #expect(waited >= .seconds(1) && waited < .seconds(5), "the 302 took \(waited)")
     }
 
+    /// A tracker that stops answering costs a piece its deadline at most when the node must
+    /// ask it for the object's holders again (its list of them is over 2 s old): the want's
+    /// answer is waited for no longer than the deadline, then the origin is asked. It was
+    /// waited for up to the want's own timeout, 2 s.
+    @Test func aFrozenTrackersWantCostsAPieceItsDeadlineAtMost() async throws {
+        let (origin, originPort) = try await Live.objectOrigin()
+        defer { origin.stop() }
+        let (t, trackerPort) = try await tracker(dir: Live.cacheFolder(), originPort: originPort)
+        defer { t.stop() }
+        let (a, portA) = try await node(trackerPort: trackerPort, originPort: originPort)
+        defer { a.stop() }
+        let (b, portB) = try await node(trackerPort: trackerPort, originPort: originPort, ["--peer-deadline", "0.5"])
+        defer { b.stop() }
+        let list = Self.playlist("wantless", originPort: originPort, segments: 2)
+        expectCorrect(try await Self.play(port: portA, playlist: list), "wantless", segments: 2)
+        // B is not given the playlist (it would prefetch): the segment's URL on B.
+        let url = try #require(Self.segmentURLs(try await HTTP.get("http://127.0.0.1:\(portA)\(list)")).first)
+            .replacingOccurrences(of: "127.0.0.1:\(portA)/", with: "127.0.0.1:\(portB)/")
+        // B learns the segment's checksums and holders with its first piece alone...
+        let first = try await HTTP.get(url, headers: ["Range": "bytes=0-0"])
+        #expect(first.status == 206)
+        // ...and once that list of holders is too old, the tracker stops answering.
+        try await Task.sleep(for: .milliseconds(2500))
+        kill(t.process.processIdentifier, SIGSTOP)
+        defer { kill(t.process.processIdentifier, SIGCONT) }
+        let start = ContinuousClock.now
+        let whole = try await HTTP.get(url)
+        let took = ContinuousClock.now - start
+        #expect(whole.status == 200 && whole.body == Self.segment("wantless", 0))
+        #expect(took < .milliseconds(1500), "the rest of the segment took \(took) (deadline 0.5 s)")
+        let fallbacks = try await Self.stat(portB)["fallbacks"] as? [String: Int] ?? [:]
+        #expect(fallbacks["deadline", default: 0] > 0, "\(fallbacks)")
+    }
+
     @Test func aSegmentIsTakenFromPeersOnceWhenItsPlayerAndItsPrefetchWantItTogether() async throws {
         let swarm = try await playedOnA("once", segments: 6)
         defer { swarm.stop() }

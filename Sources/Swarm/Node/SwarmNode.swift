@@ -546,7 +546,15 @@ public final class SwarmNode: Sendable {
         guard let link else { return .none(nil) }
         guard link.isConnected else { return .none(.trackerAway) }
         let started = ContinuousClock.now
-        let peers = await peerList(key, link: link)
+        // A tracker slow to name the holders (a want waits up to 2 s) costs the piece its
+        // deadline at most; the want goes on, and its answer is kept for the next pieces.
+        let peers: [SwarmPeer]
+        if let cached = cachedPeers(key) {
+            peers = cached
+        } else {
+            guard let named = await Self.value(within: deadline, { await self.peerList(key, link: link) }) else { return .none(.deadline) }
+            peers = named
+        }
         guard !peers.isEmpty else { return .none(.noPeers) }
         let me = link.configuration.peerID.current
         let size = checksums.layout.size(of: index)
@@ -614,9 +622,44 @@ public final class SwarmNode: Sendable {
         }
     }
 
+    /// The holders of `key` the tracker named within `peerListLifetime`.
+    private func cachedPeers(_ key: ObjectKey) -> [SwarmPeer]? {
+        swarm.withLock { $0.peerLists[key.id] }.flatMap { ContinuousClock.now - $0.at < Self.peerListLifetime ? $0.peers : nil }
+    }
+
+    /// `work`'s value, or nil once `limit` has passed first. The work is not cancelled (a want
+    /// shared by the requests for an object goes on, and its answer is kept).
+    static func value<T: Sendable>(within limit: Duration, _ work: @escaping @Sendable () async -> T) async -> T? {
+        let first = FirstAnswer<T?>()
+        return await withCheckedContinuation { (c: CheckedContinuation<T?, Never>) in
+            first.wait(c)
+            let timer = Task {
+                try? await Task.sleep(for: limit)
+                first.answer(nil)
+            }
+            Task {
+                let value = await work()
+                timer.cancel()
+                first.answer(value)
+            }
+        }
+    }
+
+    /// A continuation resumed by the first of several answers; the others are dropped.
+    private final class FirstAnswer<T: Sendable>: Sendable {
+        private let waiter = Mutex<CheckedContinuation<T, Never>?>(nil)
+        func wait(_ c: CheckedContinuation<T, Never>) { waiter.withLock { $0 = c } }
+        func answer(_ value: T) {
+            waiter.withLock { w in
+                defer { w = nil }
+                return w
+            }?.resume(returning: value)
+        }
+    }
+
     /// The holders of `key` the tracker named lately, else asked now (one want at a time per object).
     private func peerList(_ key: ObjectKey, link: TrackerLink) async -> [SwarmPeer] {
-        if let cached = swarm.withLock({ $0.peerLists[key.id] }), ContinuousClock.now - cached.at < Self.peerListLifetime { return cached.peers }
+        if let cached = cachedPeers(key) { return cached }
         return await wantFlights.run(key.id) {
             let peers = await link.want(key.id)
             return self.keepPeerList(key, peers)
