@@ -27,7 +27,7 @@ final class HostLimiter: Sendable {
     }
 
     /// Waits for a permit for `key` (`host:port`), for at most `wait` when given. Throws
-    /// `.cancelled` if the task is cancelled while waiting, `.timeout` past `wait`.
+    /// `.cancelled` if the task is cancelled while waiting, `.busy` past `wait`.
     func acquire(_ key: String, within wait: Duration? = nil) async throws(OriginError) {
         let id: UInt64? = state.withLock { s in
             if s.inFlight[key, default: 0] < limit {
@@ -69,7 +69,7 @@ final class HostLimiter: Sendable {
         switch grant {
         case .granted: return
         case .cancelled: throw OriginError(.cancelled, "cancelled while waiting for a connection slot to \(key)")
-        case .timedOut: throw OriginError(.timeout, "no connection slot to \(key) within \(wait ?? .zero) (\(limit) in use)")
+        case .timedOut: throw OriginError(.busy, "no connection slot to \(key) within \(wait ?? .zero) (\(limit) in use)")
         }
     }
 

@@ -84,7 +84,7 @@ public final class OriginClient: Sendable {
                 let left = total - (ContinuousClock.now - queued)
                 guard left > .zero else {
                     limiter.release(url.hostKey)
-                    throw OriginError(.timeout, "no connection slot to \(url.hostKey) within \(total)")
+                    throw OriginError(.busy, "no connection slot to \(url.hostKey) within \(total)")
                 }
                 timed.timeouts.total = left
             }

@@ -8,7 +8,7 @@ public struct OriginError: Error, Sendable, Hashable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
             case forbiddenAddress, timeout, connection, tooLarge, tooManyRedirects
-            case invalidURL, invalidRequest, badRedirect, cancelled
+            case invalidURL, invalidRequest, badRedirect, cancelled, busy
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -33,6 +33,9 @@ public struct OriginError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let badRedirect = Code(.badRedirect)
         /// The caller's task was cancelled, the body was dropped, or the client shut down.
         public static let cancelled = Code(.cancelled)
+        /// Every connection slot to the host stayed taken for the request's total timeout:
+        /// the request was never sent (a timeout of this client's, not the host's).
+        public static let busy = Code(.busy)
 
         public var description: String { base.rawValue }
     }
@@ -51,7 +54,7 @@ public struct OriginError: Error, Sendable, Hashable, CustomStringConvertible {
     public var httpStatusForGateway: Int {
         switch code {
         case .forbiddenAddress: 403
-        case .timeout: 504
+        case .timeout, .busy: 504
         case .invalidURL, .invalidRequest: 400
         default: 502
         }

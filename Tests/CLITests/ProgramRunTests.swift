@@ -47,7 +47,7 @@ struct ProgramRunTests {
     @Test func aProgramPastItsTimeoutIsKilledWithItsChildren() throws {
         let pidFile = Scratch.path("holder")
         do {
-            _ = try ProgramRun.run("/bin/sh", ["-c", "sleep 120 & echo $! > \"$0\"; echo waiting >&2; wait", pidFile], timeout: .seconds(1))
+            _ = try ProgramRun.run("/bin/sh", ["-c", "sleep 120 & echo $! > \"$0\"; echo waiting >&2; wait", pidFile], timeout: .seconds(5))
             Issue.record("the run returned")
         } catch let e as ProgramTimedOut {
             #expect(e.stderr == "waiting\n")

@@ -84,6 +84,10 @@ public final class SwarmNode: Sendable {
         /// with the deadline, so one slow holder cost a response the deadline again for each
         /// few pieces.
         var slow: [String: [String: ContinuousClock.Instant]] = [:]
+        /// Objects whose holders the tracker was asked for (a `want`) and did not name within
+        /// a piece's deadline, and until when their other pieces skip the peers rather than
+        /// wait the deadline again each (the answer, when it comes, ends this).
+        var wantLate: [String: ContinuousClock.Instant] = [:]
     }
 
     /// Why a piece came from the origin rather than from a peer.
@@ -551,8 +555,13 @@ public final class SwarmNode: Sendable {
         let peers: [SwarmPeer]
         if let cached = cachedPeers(key) {
             peers = cached
+        } else if wantIsLate(key) {
+            return .none(.deadline)
         } else {
-            guard let named = await Self.value(within: deadline, { await self.peerList(key, link: link) }) else { return .none(.deadline) }
+            guard let named = await Self.value(within: deadline, { await self.peerList(key, link: link) }) else {
+                markWantLate(key, for: link.configuration.wantTimeout)
+                return .none(.deadline)
+            }
             peers = named
         }
         guard !peers.isEmpty else { return .none(.noPeers) }
@@ -581,9 +590,13 @@ public final class SwarmNode: Sendable {
                 bytes = try await response.body.collect(upTo: size)
             } catch {
                 if error.code == .timeout {
-                    markSlow(peer.peerId, for: key)
+                    // Not a peer that had only what others left of the deadline.
+                    if left >= deadline / 2 { markSlow(peer.peerId, for: key) }
                     return .none(.deadline)
                 }
+                // No connection slot to it freed in time (this node's own requests hold them):
+                // busy, not slow.
+                if error.code == .busy { return .none(.deadline) }
                 continue
             }
             guard bytes.withUnsafeBytes({ checksums.matches(index, $0) }) else {
@@ -603,6 +616,19 @@ public final class SwarmNode: Sendable {
             return .piece(ObtainedPiece(bytes: bytes, peer: peer.peerId))
         }
         return .none(skippedSlow ? .deadline : .peersFailed)
+    }
+
+    private func wantIsLate(_ key: ObjectKey) -> Bool {
+        swarm.withLock { s in s.wantLate[key.id].map { ContinuousClock.now < $0 } ?? false }
+    }
+
+    /// Marks `key`'s want late for `wait`: as long as the want itself may still take.
+    private func markWantLate(_ key: ObjectKey, for wait: Duration) {
+        let now = ContinuousClock.now
+        swarm.withLock { s in
+            s.wantLate[key.id] = now + wait
+            if s.wantLate.count > 4096 { s.wantLate = s.wantLate.filter { now < $0.value } }
+        }
     }
 
     private func isSlow(_ peer: String, for key: ObjectKey) -> Bool {
@@ -673,6 +699,7 @@ public final class SwarmNode: Sendable {
         return swarm.withLock { s in
             let usable = peers.filter { !(s.dropped[key.id]?.contains($0.peerId) ?? false) }
             s.peerLists[key.id] = (usable, now)
+            s.wantLate[key.id] = nil
             if s.peerLists.count > 4096 { s.peerLists = s.peerLists.filter { now - $0.value.at < Self.peerListLifetime } }
             return usable
         }

@@ -98,7 +98,7 @@ struct Preparer: Sendable {
             } catch {
                 let head: OriginHead = switch error.code {
                 case .forbiddenAddress: .forbidden(error.description)
-                case .timeout: .timeout(error.description)
+                case .timeout, .busy: .timeout(error.description)
                 // Its announced length is over the cap (libcurl stops before the body).
                 case .tooLarge: .uncacheable(error.description)
                 default: .failed(error.description)
