@@ -78,14 +78,12 @@ struct ChecksumRegistryTests {
     }
 
     /// The registry's SQLite file with saves that fail while `failing` is set, or that are
-    /// slow to begin (up to `slowStart` microseconds, at random; entries' saves `stall`
-    /// microseconds more while it is set, and those of a failure until `holdFailures` is
-    /// cleared): a disk that fails or stalls for a moment, which a real one cannot be made to
-    /// do on demand.
+    /// slow to begin (up to `slowStart` microseconds, at random; those of a failure wait
+    /// until `holdFailures` is cleared): a disk that fails or stalls for a moment, which a
+    /// real one cannot be made to do on demand.
     final class FlakyStorage: RegistryStorage {
         let file: SQLiteRegistryStorage
         let failing = Atomic<Bool>(false)
-        let stall = Atomic<UInt32>(0)
         /// While set, a save of entries with a failed one waits (the recording of a failure).
         let holdFailures = Atomic<Bool>(false)
         let slowStart: UInt32
@@ -99,8 +97,6 @@ struct ChecksumRegistryTests {
         func save(_ entries: [RegistryEntry]) throws(RegistryError) {
             if failing.load(ordering: .sequentiallyConsistent) { throw RegistryError("disk failed (test)") }
             if slowStart > 0 { usleep(UInt32.random(in: 0...slowStart)) }
-            let stalled = stall.load(ordering: .sequentiallyConsistent)
-            if stalled > 0 { usleep(stalled) }
             while holdFailures.load(ordering: .sequentiallyConsistent) && entries.contains(where: { $0.state == .failed }) { usleep(1000) }
             try file.save(entries)
         }

@@ -15,10 +15,15 @@ struct PrepareQueueTests {
 
     func key(_ i: Int) -> ObjectKey { ObjectKey(xresid: "s", host: "cdn.example.com", path: "/seg-\(i).ts") }
 
-    func queue(_ storage: any RegistryStorage, registry: ChecksumRegistry, keepDone: Int, origin: OriginClient = OriginClient()) throws -> PrepareQueue {
+    func queue(
+        _ storage: any RegistryStorage, registry: ChecksumRegistry, keepDone: Int, origin: OriginClient = OriginClient(),
+        trimAfter: Int = 1000, trimInterval: Duration = .seconds(10), giveBackFreeMemory: @escaping @Sendable () -> Void = {}
+    ) throws -> PrepareQueue {
         let store = try PieceStore(directory: folder + "/cache", capacity: 1 << 20, logger: logger)
         let preparer = Preparer(origin: origin, store: store, maxObjectSize: 1 << 20, logger: logger)
-        return try PrepareQueue(registry: registry, storage: storage, preparer: preparer, pieceSize: 1024, maxRunning: 1, keepDone: keepDone, logger: logger)
+        return try PrepareQueue(
+            registry: registry, storage: storage, preparer: preparer, pieceSize: 1024, maxRunning: 1, keepDone: keepDone,
+            trimAfter: trimAfter, trimInterval: trimInterval, giveBackFreeMemory: giveBackFreeMemory, logger: logger)
     }
 
     /// Queues `k` on `q` from a thread of its own, held before the queuing's registry marks and
@@ -315,17 +320,13 @@ struct PrepareQueueTests {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let storage = try SQLiteRegistryStorage(path: folder + "/registry-trim.sqlite")
         let registry = try ChecksumRegistry(storage: storage, logger: logger)
-        let store = try PieceStore(directory: folder + "/cache", capacity: 1 << 20, logger: logger)
-        let preparer = Preparer(origin: OriginClient(), store: store, maxObjectSize: 1 << 20, logger: logger)
         let trims = Atomic<Int>(0), early = Atomic<Int>(0)
         let queue = Mutex<PrepareQueue?>(nil)
-        let q = try PrepareQueue(
-            registry: registry, storage: storage, preparer: preparer, pieceSize: 1024, maxRunning: 3, trimAfter: 50, trimInterval: .seconds(600),
-            giveBackFreeMemory: {
-                trims.add(1, ordering: .sequentiallyConsistent)
-                let left = queue.withLock { $0 }?.jobs().count { !$0.state.isFinished } ?? 0
-                early.add(left, ordering: .sequentiallyConsistent)
-            }, logger: logger)
+        let q = try self.queue(storage, registry: registry, keepDone: 1000, trimAfter: 50, trimInterval: .seconds(600)) {
+            trims.add(1, ordering: .sequentiallyConsistent)
+            let left = queue.withLock { $0 }?.jobs().count { !$0.state.isFinished } ?? 0
+            early.add(left, ordering: .sequentiallyConsistent)
+        }
         queue.withLock { $0 = q }
         let running = Task { try await q.run() }
         defer { running.cancel() }

@@ -79,15 +79,30 @@ public final class SwarmNode: Sendable {
         var peerLists: [String: (peers: [SwarmPeer], at: ContinuousClock.Instant)] = [:]
         /// Peers that sent a bad piece of an object: not asked for it again.
         var dropped: [String: Set<String>] = [:]
-        /// Peers that missed the deadline for a piece of an object, and until when they are
-        /// not asked for its other pieces: a response's pieces start a few at a time, each
+        /// Peers that missed the deadline for a piece of an object ("object peer"): not asked
+        /// for its other pieces for a while. A response's pieces start a few at a time, each
         /// with the deadline, so one slow holder cost a response the deadline again for each
         /// few pieces.
-        var slow: [String: [String: ContinuousClock.Instant]] = [:]
+        var slow = ExpiringMarks()
         /// Objects whose holders the tracker was asked for (a `want`) and did not name within
-        /// a piece's deadline, and until when their other pieces skip the peers rather than
-        /// wait the deadline again each (the answer, when it comes, ends this).
-        var wantLate: [String: ContinuousClock.Instant] = [:]
+        /// a piece's deadline: their other pieces skip the peers rather than wait the
+        /// deadline again each, until the answer comes or the want's own timeout passes.
+        var wantLate = ExpiringMarks()
+    }
+
+    /// Keys marked until a moment; past 4,096 of them, the expired ones are dropped.
+    struct ExpiringMarks {
+        private var until: [String: ContinuousClock.Instant] = [:]
+
+        func contains(_ key: String) -> Bool { until[key].map { ContinuousClock.now < $0 } ?? false }
+
+        mutating func mark(_ key: String, for duration: Duration) {
+            let now = ContinuousClock.now
+            until[key] = now + duration
+            if until.count > 4096 { until = until.filter { now < $0.value } }
+        }
+
+        mutating func clear(_ key: String) { until[key] = nil }
     }
 
     /// Why a piece came from the origin rather than from a peer.
@@ -555,11 +570,11 @@ public final class SwarmNode: Sendable {
         let peers: [SwarmPeer]
         if let cached = cachedPeers(key) {
             peers = cached
-        } else if wantIsLate(key) {
+        } else if swarm.withLock({ $0.wantLate.contains(key.id) }) {
             return .none(.deadline)
         } else {
             guard let named = await Self.value(within: deadline, { await self.peerList(key, link: link) }) else {
-                markWantLate(key, for: link.configuration.wantTimeout)
+                swarm.withLock { $0.wantLate.mark(key.id, for: link.configuration.wantTimeout) }
                 return .none(.deadline)
             }
             peers = named
@@ -573,8 +588,11 @@ public final class SwarmNode: Sendable {
             let peer = peers[(index + n) % peers.count]
             let left = deadline - (ContinuousClock.now - started)
             guard left > .milliseconds(1) else { return .none(.deadline) }
-            if swarm.withLock({ $0.dropped[key.id]?.contains(peer.peerId) == true }) { continue }
-            if isSlow(peer.peerId, for: key) {
+            let (dropped, slow) = swarm.withLock { s in
+                (s.dropped[key.id]?.contains(peer.peerId) == true, s.slow.contains(Self.slowKey(key, peer.peerId)))
+            }
+            if dropped { continue }
+            if slow {
                 skippedSlow = true
                 continue
             }
@@ -591,7 +609,7 @@ public final class SwarmNode: Sendable {
             } catch {
                 if error.code == .timeout {
                     // Not a peer that had only what others left of the deadline.
-                    if left >= deadline / 2 { markSlow(peer.peerId, for: key) }
+                    if left >= deadline / 2 { swarm.withLock { $0.slow.mark(Self.slowKey(key, peer.peerId), for: Self.slowPeerLifetime) } }
                     return .none(.deadline)
                 }
                 // No connection slot to it freed in time (this node's own requests hold them):
@@ -618,35 +636,7 @@ public final class SwarmNode: Sendable {
         return .none(skippedSlow ? .deadline : .peersFailed)
     }
 
-    private func wantIsLate(_ key: ObjectKey) -> Bool {
-        swarm.withLock { s in s.wantLate[key.id].map { ContinuousClock.now < $0 } ?? false }
-    }
-
-    /// Marks `key`'s want late for `wait`: as long as the want itself may still take.
-    private func markWantLate(_ key: ObjectKey, for wait: Duration) {
-        let now = ContinuousClock.now
-        swarm.withLock { s in
-            s.wantLate[key.id] = now + wait
-            if s.wantLate.count > 4096 { s.wantLate = s.wantLate.filter { now < $0.value } }
-        }
-    }
-
-    private func isSlow(_ peer: String, for key: ObjectKey) -> Bool {
-        swarm.withLock { s in s.slow[key.id]?[peer].map { ContinuousClock.now < $0 } ?? false }
-    }
-
-    private func markSlow(_ peer: String, for key: ObjectKey) {
-        let now = ContinuousClock.now
-        swarm.withLock { s in
-            s.slow[key.id, default: [:]][peer] = now + Self.slowPeerLifetime
-            if s.slow.count > 4096 {
-                s.slow = s.slow.compactMapValues { peers in
-                    let live = peers.filter { now < $0.value }
-                    return live.isEmpty ? nil : live
-                }
-            }
-        }
-    }
+    private static func slowKey(_ key: ObjectKey, _ peer: String) -> String { key.id + " " + peer }
 
     /// The holders of `key` the tracker named within `peerListLifetime`.
     private func cachedPeers(_ key: ObjectKey) -> [SwarmPeer]? {
@@ -699,7 +689,7 @@ public final class SwarmNode: Sendable {
         return swarm.withLock { s in
             let usable = peers.filter { !(s.dropped[key.id]?.contains($0.peerId) ?? false) }
             s.peerLists[key.id] = (usable, now)
-            s.wantLate[key.id] = nil
+            s.wantLate.clear(key.id)
             if s.peerLists.count > 4096 { s.peerLists = s.peerLists.filter { now - $0.value.at < Self.peerListLifetime } }
             return usable
         }
