@@ -52,6 +52,8 @@ public final class PieceStore: Sendable {
     /// behind for seconds there).
     private let indexWrites = DispatchQueue(label: "swarmgate.piece-index", qos: .utility)
     private let indexFailures: RepeatedFailureLog
+    /// Where let-go objects' files wait for their unlink, off the lock.
+    private let trash: Trash
     /// Evictions for a disk full before the bound: a line a minute at most (every piece stored
     /// on such a disk may evict).
     private let diskEvictions: RepeatedFailureLog
@@ -102,6 +104,7 @@ public final class PieceStore: Sendable {
         } catch {
             throw PieceStoreError(.io, "cannot create \(directory)/objects: \(Self.reason(error))")
         }
+        trash = try Trash(folder: directory + "/trash")
         do {
             var config = Configuration()
             config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
@@ -160,7 +163,7 @@ public final class PieceStore: Sendable {
         }
         state.withLock { $0 = s }
         if !stale.isEmpty { deleteRows(stale) }
-        let over = state.withLock { s -> [String] in evict(&s, toFit: 0, sparing: nil) ?? [] }
+        let over = state.withLock { s in evict(&s, toFit: 0, sparing: nil) ?? LetGo() }
         finishEviction(over)
     }
 
@@ -193,21 +196,21 @@ public final class PieceStore: Sendable {
     /// not verify (then it is dropped, so that it is fetched again).
     public func readPiece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, into buffer: UnsafeMutableRawBufferPointer) -> Int? {
         let id = key.id
-        let held = state.withLock { s -> Bool in
-            guard var info = s.objects[id], info.layout == checksums.layout, info.bitmap[index] else { return false }
+        let held = state.withLock { s -> UInt64? in
+            guard var info = s.objects[id], info.layout == checksums.layout, info.bitmap[index] else { return nil }
             s.tick += 1
             info.lastUse = s.tick
             s.objects[id] = info
-            return true
+            return info.generation
         }
-        guard held else { return nil }
+        guard let generation = held else { return nil }
         let size = checksums.layout.size(of: index)
         precondition(buffer.count >= size)
         let fd = open(dataPath(id), O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             // The data file is gone (removed under the store): so is the piece. Another error
             // (out of descriptors) says nothing of the piece, which is kept.
-            if errno == ENOENT { unreadable(key, index, "its data file is missing") }
+            if errno == ENOENT { unreadable(key, index, generation, "its data file is missing") }
             return nil
         }
         defer { close(fd) }
@@ -215,22 +218,24 @@ public final class PieceStore: Sendable {
         guard Self.preadFully(fd, piece, at: checksums.layout.offset(of: index)) else {
             // Shorter than the index says (a power loss after the index row, before the data
             // reached the disk), or unreadable.
-            unreadable(key, index, "its data file is shorter than the piece, or cannot be read")
+            unreadable(key, index, generation, "its data file is shorter than the piece, or cannot be read")
             return nil
         }
         guard checksums.matches(index, UnsafeRawBufferPointer(piece)) else {
-            unreadable(key, index, "it failed verification")
+            unreadable(key, index, generation, "it failed verification")
             return nil
         }
         return size
     }
 
-    /// A stored piece that cannot be served: dropped (so that it is fetched and stored again)
-    /// and counted as a corrupt piece.
-    private func unreadable(_ key: ObjectKey, _ index: Int, _ why: String) {
+    /// A stored piece of copy `generation` that cannot be served: dropped (so that it is
+    /// fetched and stored again) and counted as a corrupt piece. Not if that copy went since
+    /// the read looked (evicted, or removed and made again): its file went with it, and the
+    /// piece of a new copy is not this read's to judge.
+    private func unreadable(_ key: ObjectKey, _ index: Int, _ generation: UInt64, _ why: String) {
+        guard dropPiece(key, index, of: generation) else { return }
         logger.warning("stored piece dropped: \(why)", metadata: ["object": "\(key)", "piece": "\(index)"])
         onCorruptPiece()
-        dropPiece(key, index)
     }
 
     // MARK: writing
@@ -250,8 +255,9 @@ public final class PieceStore: Sendable {
     public func store(_ key: ObjectKey, layout: PieceLayout, piece index: Int, bytes: UnsafeRawBufferPointer) throws(PieceStoreError) -> Bool {
         precondition(bytes.count == layout.size(of: index))
         let need = Self.diskBytes(bytes.count)
-        if let disk = diskSpace(), disk.free - need < disk.reserve, !has(key, piece: index) {
-            let evicted = makeRoomOnDisk(disk.reserve - (disk.free - need), sparing: key.id)
+        let short = shortOnDisk(need)
+        if short > 0, !has(key, piece: index) {
+            let evicted = makeRoomOnDisk(short, sparing: key.id)
             noteDiskFull(true, evicted: evicted)
             guard evicted > 0 else {
                 throw PieceStoreError(.full, "no room for piece \(index) of \(key): the disk under \(directory) is down to its reserve")
@@ -272,20 +278,16 @@ public final class PieceStore: Sendable {
     private func write(_ key: ObjectKey, layout: PieceLayout, piece index: Int, bytes: UnsafeRawBufferPointer) throws(PieceStoreError) -> Bool {
         let id = key.id
         let need = Self.diskBytes(bytes.count)
-        // Reserve room and open the file under the lock, so that eviction never unlinks a file
-        // that a writer is about to recreate.
-        var replaced = false
+        // Reserve room and open the file under the lock, so that eviction never moves away a
+        // file that a writer is about to recreate.
+        var gone = LetGo()
         let reservation = state.withLock { s -> Reservation in
-            if let info = s.objects[id], info.layout != layout {
-                s.usedBytes -= info.storedBytes
-                s.objects[id] = nil
-                unlink(dataPath(id))
-                replaced = true
-            }
+            if let info = s.objects[id], info.layout != layout { letGo(&s, id, into: &gone) }
             if s.objects[id]?.bitmap[index] == true { return .held }
             guard let evicted = evict(&s, toFit: need, sparing: id) else { return .noRoom }
+            gone.add(evicted)
             let fd = openForWriting(id)
-            guard fd >= 0 else { return .failed(errno: errno, evicted: evicted) }
+            guard fd >= 0 else { return .failed(errno: errno) }
             s.tick += 1
             var info = s.objects[id] ?? ObjectInfo(
                 key: key, layout: layout, bitmap: PieceBitmap(count: layout.count), storedBytes: 0, lastUse: s.tick, generation: s.tick)
@@ -293,20 +295,18 @@ public final class PieceStore: Sendable {
             info.lastUse = s.tick
             s.objects[id] = info
             s.usedBytes += need
-            return .opened(fd: fd, evicted: evicted, generation: info.generation)
+            return .opened(fd: fd, generation: info.generation)
         }
         // The old layout's row goes now, as an evicted object's does (the new one's follows).
-        if replaced { finishEviction([id]) }
+        finishEviction(gone)
         let fd: Int32
         let generation: UInt64
         switch reservation {
         case .held: return true
         case .noRoom: return false
-        case .failed(let err, let evicted):
-            finishEviction(evicted)
+        case .failed(let err):
             throw PieceStoreError(Self.isOutOfSpace(err) ? .full : .io, "cannot open \(dataPath(id)): errno \(err)")
-        case .opened(let f, let evicted, let g):
-            finishEviction(evicted)
+        case .opened(let f, let g):
             (fd, generation) = (f, g)
         }
         let written = Self.pwriteFully(fd, bytes, at: layout.offset(of: index))
@@ -340,8 +340,8 @@ public final class PieceStore: Sendable {
     /// Undoes a write that failed: its reservation, the blocks it wrote (a full disk often
     /// takes part of a piece before it refuses the rest), and the object if it holds nothing.
     private func abandon(_ id: String, _ generation: UInt64, fd: Int32, layout: PieceLayout, piece index: Int, reserved: Int64) {
-        let emptied = state.withLock { s -> Bool in
-            guard var info = s.objects[id], info.generation == generation else { return false }
+        let emptied = state.withLock { s -> (file: String?, emptied: Bool) in
+            guard var info = s.objects[id], info.generation == generation else { return (nil, false) }
             if !info.bitmap[index] {
                 _ = swarmgate_punch_hole(fd, layout.offset(of: index), Int64(layout.size(of: index)))
             }
@@ -349,13 +349,14 @@ public final class PieceStore: Sendable {
             s.usedBytes -= reserved
             guard info.bitmap.isEmpty && info.storedBytes == 0 else {
                 s.objects[id] = info
-                return false
+                return (nil, false)
             }
             s.objects[id] = nil
-            unlink(dataPath(id))
-            return true
+            return (trash.take(dataPath(id)), true)
         }
-        if emptied { writeRowLater(id) }
+        // It held nothing: no one heard of it, so no one hears of it going.
+        trash.empty(emptied.file.map { [$0] } ?? [])
+        if emptied.emptied { writeRowLater(id) }
     }
 
     /// `store(_:layout:piece:bytes:)` for bytes in an array.
@@ -365,13 +366,17 @@ public final class PieceStore: Sendable {
         return try result.get()
     }
 
-    /// Forgets piece `index` of `key` (it failed verification, or could not be read).
-    public func dropPiece(_ key: ObjectKey, _ index: Int) {
+    /// Forgets piece `index` of `key` (it failed verification, or could not be read); of copy
+    /// `generation` only, when one is given. Returns whether the piece was held.
+    @discardableResult
+    public func dropPiece(_ key: ObjectKey, _ index: Int) -> Bool { dropPiece(key, index, of: nil) }
+
+    private func dropPiece(_ key: ObjectKey, _ index: Int, of generation: UInt64?) -> Bool {
         let id = key.id
         // The hole is punched under the lock: a writer storing the piece again meanwhile would
         // otherwise lose it to the hole.
         let dropped = state.withLock { s -> Bool in
-            guard var info = s.objects[id], info.bitmap[index] else { return false }
+            guard var info = s.objects[id], info.bitmap[index], generation.map({ $0 == info.generation }) ?? true else { return false }
             info.bitmap[index] = false
             let n = Self.diskBytes(info.layout.size(of: index))
             info.storedBytes -= n
@@ -385,6 +390,7 @@ public final class PieceStore: Sendable {
             return true
         }
         if dropped { writeRowLater(id) }
+        return dropped
     }
 
     /// Forgets everything held of `key` (its checksums changed, or it was removed).
@@ -392,14 +398,10 @@ public final class PieceStore: Sendable {
 
     /// Removes these objects together: one write of the index for them all.
     public func remove(_ keys: [ObjectKey]) {
-        let gone = state.withLock { s -> [String] in
-            keys.compactMap { key in
-                let id = key.id
-                guard let info = s.objects.removeValue(forKey: id) else { return nil }
-                s.usedBytes -= info.storedBytes
-                unlink(dataPath(id))
-                return id
-            }
+        let gone = state.withLock { s in
+            var gone = LetGo()
+            for key in keys { letGo(&s, key.id, into: &gone) }
+            return gone
         }
         finishEviction(gone)
     }
@@ -417,8 +419,29 @@ public final class PieceStore: Sendable {
 
     private enum Reservation {
         case held, noRoom
-        case failed(errno: Int32, evicted: [String])
-        case opened(fd: Int32, evicted: [String], generation: UInt64)
+        case failed(errno: Int32)
+        case opened(fd: Int32, generation: UInt64)
+    }
+
+    /// Objects let go under the lock: their ids (their rows go, and the observer hears) and
+    /// their files, moved into the trash to be unlinked off the lock.
+    struct LetGo {
+        var ids: [String] = []
+        var files: [String] = []
+
+        mutating func add(_ other: LetGo) {
+            ids += other.ids
+            files += other.files
+        }
+    }
+
+    /// Forgets `id` and moves its file into the trash. Under the lock, so that a writer never
+    /// recreates a file that is about to go.
+    private func letGo(_ s: inout State, _ id: String, into gone: inout LetGo) {
+        guard let info = s.objects.removeValue(forKey: id) else { return }
+        s.usedBytes -= info.storedBytes
+        gone.ids.append(id)
+        if let file = trash.take(dataPath(id)) { gone.files.append(file) }
     }
 
     static func isOutOfSpace(_ err: Int32) -> Bool { err == ENOSPC || err == EDQUOT }
@@ -426,6 +449,16 @@ public final class PieceStore: Sendable {
     /// What the store keeps free on its disk for the SQLite files beside the pieces (their
     /// write-ahead logs grow between checkpoints): a quarter of the disk, at most 64 MiB.
     static func diskReserve(diskBytes: Int64) -> Int64 { min(64 << 20, diskBytes / 4) }
+
+    /// How many bytes the store's disk lacks to take `need` more and keep its reserve (0: none,
+    /// or the disk cannot be asked). Files still being unlinked give their blocks back before
+    /// the disk is said to be short.
+    private func shortOnDisk(_ need: Int64) -> Int64 {
+        guard let disk = diskSpace(), disk.free - need < disk.reserve else { return 0 }
+        trash.emptyNow([])
+        guard let again = diskSpace() else { return 0 }
+        return max(0, again.reserve - (again.free - need))
+    }
 
     /// The bytes free on the store's disk and the reserve kept there; nil when the disk cannot
     /// be asked.
@@ -440,8 +473,9 @@ public final class PieceStore: Sendable {
     /// the slack keeps the next pieces from meeting it at once. Returns how many went.
     private func makeRoomOnDisk(_ amount: Int64, sparing: String) -> Int {
         let evicted = state.withLock { s in evictLeastRecentlyUsed(&s, freeing: amount + s.usedBytes / 16, sparing: sparing) }
-        finishEviction(evicted)
-        return evicted.count
+        // The disk needs the blocks back before the piece is written.
+        finishEviction(evicted, freeingNow: true)
+        return evicted.ids.count
     }
 
     /// Logs the disk under the store filling (each time objects are evicted for it, or once
@@ -462,37 +496,36 @@ public final class PieceStore: Sendable {
     }
 
     /// Evicts least recently used objects (never `sparing`) until `need` more bytes fit under
-    /// the bound. Returns the evicted ids (their rows go in `finishEviction`), or nil when even
-    /// evicting all others would not make room.
-    private func evict(_ s: inout State, toFit need: Int64, sparing: String?) -> [String]? {
+    /// the bound. Returns what was evicted (their rows and files go in `finishEviction`), or
+    /// nil when even evicting all others would not make room.
+    private func evict(_ s: inout State, toFit need: Int64, sparing: String?) -> LetGo? {
         let spared = sparing.flatMap { s.objects[$0]?.storedBytes } ?? 0
         guard need + spared <= capacity else { return nil }
         return evictLeastRecentlyUsed(&s, freeing: s.usedBytes + need - capacity, sparing: sparing)
     }
 
     /// Evicts least recently used objects holding bytes (never `sparing`) until `amount` bytes
-    /// are freed or none is left, unlinking their files. Returns their ids.
-    private func evictLeastRecentlyUsed(_ s: inout State, freeing amount: Int64, sparing: String?) -> [String] {
-        guard amount > 0 else { return [] }
+    /// are freed or none is left, moving their files into the trash.
+    private func evictLeastRecentlyUsed(_ s: inout State, freeing amount: Int64, sparing: String?) -> LetGo {
+        var gone = LetGo()
+        guard amount > 0 else { return gone }
         var freed: Int64 = 0
-        var ids: [String] = []
         for (id, info) in s.objects.sorted(by: { $0.value.lastUse < $1.value.lastUse }) where id != sparing && info.storedBytes > 0 {
             guard freed < amount else { break }
             freed += info.storedBytes
-            s.usedBytes -= info.storedBytes
-            s.objects[id] = nil
-            unlink(dataPath(id))
-            ids.append(id)
+            letGo(&s, id, into: &gone)
         }
-        return ids
+        return gone
     }
 
-    /// Deletes the index rows of objects whose files went under the lock.
-    private func finishEviction(_ ids: [String]) {
-        guard !ids.isEmpty else { return }
-        deleteRows(ids)
-        observer.withLock { $0 }?.call(.gone(ids))
-        logger.debug("evicted objects", metadata: ["count": "\(ids.count)"])
+    /// What follows objects let go under the lock, off it: their files are unlinked (on the
+    /// trash's queue; here, when `freeingNow`), their index rows deleted, and the observer told.
+    private func finishEviction(_ gone: LetGo, freeingNow: Bool = false) {
+        if freeingNow { trash.emptyNow(gone.files) } else { trash.empty(gone.files) }
+        guard !gone.ids.isEmpty else { return }
+        deleteRows(gone.ids)
+        observer.withLock { $0 }?.call(.gone(gone.ids))
+        logger.debug("evicted objects", metadata: ["count": "\(gone.ids.count)"])
     }
 
     /// Deletes the rows of objects no longer held at once, not behind: a row left after its

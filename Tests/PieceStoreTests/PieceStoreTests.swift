@@ -253,6 +253,64 @@ struct PieceStoreTests {
         #expect(held.map { PieceStoreTests.heldBytes($0, c.layout) } ?? 0 == store.usedBytes, "the count is the held pieces' blocks")
     }
 
+    /// A reader racing an object's removal and its storing again (an eviction, a changed
+    /// copy): a read that looked before the removal and opened the file after it finds no
+    /// file, or the new copy's file before its piece is written. That is not a corrupt piece:
+    /// before, it was counted as one, logged, and the new copy's piece was dropped with it.
+    @Test func aReadRacingARemovalIsNotACorruptPiece() throws {
+        let (bytes, c) = object(length: 64 << 10, pieceSize: 64 << 10)
+        let corrupt = Counter()
+        let store = try PieceStore(directory: folder, capacity: 1 << 26, logger: logger) { corrupt.add() }
+        let key = self.key
+        try store.store(key, layout: c.layout, piece: 0, bytes: bytes)
+        let wrong = Counter()
+        DispatchQueue.concurrentPerform(iterations: 2) { t in
+            for _ in 0..<5000 {
+                if t == 0 {
+                    store.remove(key)
+                    _ = try? store.store(key, layout: c.layout, piece: 0, bytes: bytes)
+                } else if let got = read(store, key, 0, c), got != bytes {
+                    wrong.add()
+                }
+            }
+        }
+        #expect(wrong.value == 0, "every piece read is the object's")
+        #expect(corrupt.value == 0, "no read counted a corrupt piece")
+        #expect(read(store, key, 0, c) == bytes, "the last copy's piece is held")
+    }
+
+    /// An evicted or removed object's file goes to the store's trash under the lock (a rename,
+    /// whatever its size) and is unlinked off it: none is left in the objects' folder, and the
+    /// trash empties on its own. What a stop left in the trash is removed at the next start.
+    @Test func evictedAndRemovedFilesLeaveNothingBehind() async throws {
+        let (bytes, c) = object(length: 16384, pieceSize: 16384)
+        let keys = (0..<8).map { ObjectKey(xresid: "s", host: "h", path: "/\($0)") }
+        do {
+            let store = try PieceStore(directory: folder, capacity: 3 * 16384, logger: logger)
+            for k in keys { try store.store(k, layout: c.layout, piece: 0, bytes: bytes) }
+            store.remove(keys[7])
+            let held = keys.filter { store.has($0, piece: 0) }
+            #expect(held == Array(keys[5..<7]))
+            #expect(try dataFiles().sorted() == held.map(\.id).sorted(), "only the held objects' files are in the objects' folder")
+            let deadline = ContinuousClock.now + .seconds(10)
+            while try !trashed().isEmpty, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(try trashed().isEmpty, "the trash emptied")
+            for k in held { #expect(read(store, k, 0, c) == bytes) }
+            try store.flush()
+        }
+        let stray = folder + "/trash/left-by-a-stop"
+        #expect(FileManager.default.createFile(atPath: stray, contents: Data(bytes)))
+        let reopened = try PieceStore(directory: folder, capacity: 3 * 16384, logger: logger)
+        #expect(try trashed().isEmpty, "the reopened store emptied the trash")
+        #expect(read(reopened, keys[6], 0, c) == bytes)
+    }
+
+    func dataFiles() throws -> [String] {
+        try FileManager.default.subpathsOfDirectory(atPath: folder + "/objects").filter { $0.count > 10 }.map { String($0.split(separator: "/").last!) }
+    }
+
+    func trashed() throws -> [String] { try FileManager.default.contentsOfDirectory(atPath: folder + "/trash") }
+
     static func heldBytes(_ info: PieceStore.ObjectInfo, _ layout: PieceLayout) -> Int64 {
         (0..<layout.count).filter { info.bitmap[$0] }.reduce(0) { $0 + Int64((layout.size(of: $1) + 4095) & ~4095) }
     }
