@@ -77,8 +77,10 @@ public final class SwarmNode: Sendable {
         var link: TrackerLink?
         /// Recent answers to wants, by object id.
         var peerLists: [String: (peers: [SwarmPeer], at: ContinuousClock.Instant)] = [:]
-        /// Peers that sent a bad piece of an object: not asked for it again.
-        var dropped: [String: Set<String>] = [:]
+        /// Peers that sent a bad piece of an object ("object peer"): not asked for it again
+        /// for `droppedPeerLifetime` (by then the tracker has banned a peer that does it again).
+        /// It was never pruned: a node that met bad pieces kept each pair for good.
+        var dropped = ExpiringMarks()
         /// Peers that missed the deadline for a piece of an object ("object peer"): not asked
         /// for its other pieces for a while. A response's pieces start a few at a time, each
         /// with the deadline, so one slow holder cost a response the deadline again for each
@@ -90,16 +92,19 @@ public final class SwarmNode: Sendable {
         var wantLate = ExpiringMarks()
     }
 
-    /// Keys marked until a moment; past 4,096 of them, the expired ones are dropped.
+    /// Keys marked until a moment; past `bound` of them, the expired ones are dropped.
     struct ExpiringMarks {
         private var until: [String: ContinuousClock.Instant] = [:]
+        var bound = 4096
 
-        func contains(_ key: String) -> Bool { until[key].map { ContinuousClock.now < $0 } ?? false }
+        /// Marks kept, expired ones included until the next pruning.
+        var count: Int { until.count }
 
-        mutating func mark(_ key: String, for duration: Duration) {
-            let now = ContinuousClock.now
+        func contains(_ key: String, now: ContinuousClock.Instant = .now) -> Bool { until[key].map { now < $0 } ?? false }
+
+        mutating func mark(_ key: String, for duration: Duration, now: ContinuousClock.Instant = .now) {
             until[key] = now + duration
-            if until.count > 4096 { until = until.filter { now < $0.value } }
+            if until.count > bound { until = until.filter { now < $0.value } }
         }
 
         mutating func clear(_ key: String) { until[key] = nil }
@@ -155,6 +160,8 @@ public final class SwarmNode: Sendable {
     static let peerListLifetime: Duration = .seconds(2)
     /// How long a peer that missed a piece's deadline is not asked for the object's other pieces.
     static let slowPeerLifetime: Duration = .seconds(10)
+    /// How long a peer that sent a bad piece of an object is not asked for it again.
+    static let droppedPeerLifetime: Duration = .seconds(3600)
 
     /// Opens the piece store in `cacheDirectory` and the registry in `registryPath`.
     public init(
@@ -589,7 +596,7 @@ public final class SwarmNode: Sendable {
             let left = deadline - (ContinuousClock.now - started)
             guard left > .milliseconds(1) else { return .none(.deadline) }
             let (dropped, slow) = swarm.withLock { s in
-                (s.dropped[key.id]?.contains(peer.peerId) == true, s.slow.contains(Self.slowKey(key, peer.peerId)))
+                (s.dropped.contains(Self.pairKey(key, peer.peerId)), s.slow.contains(Self.pairKey(key, peer.peerId)))
             }
             if dropped { continue }
             if slow {
@@ -609,7 +616,7 @@ public final class SwarmNode: Sendable {
             } catch {
                 if error.code == .timeout {
                     // Not a peer that had only what others left of the deadline.
-                    if left >= deadline / 2 { swarm.withLock { $0.slow.mark(Self.slowKey(key, peer.peerId), for: Self.slowPeerLifetime) } }
+                    if left >= deadline / 2 { swarm.withLock { $0.slow.mark(Self.pairKey(key, peer.peerId), for: Self.slowPeerLifetime) } }
                     return .none(.deadline)
                 }
                 // No connection slot to it freed in time (this node's own requests hold them):
@@ -621,7 +628,7 @@ public final class SwarmNode: Sendable {
                 onBadPiece()
                 logger.warning("a peer sent a bad piece; dropped for this object and reported", metadata: ["peer": "\(peer.peerId)", "object": "\(key)", "piece": "\(index)"])
                 swarm.withLock { s in
-                    s.dropped[key.id, default: []].insert(peer.peerId)
+                    s.dropped.mark(Self.pairKey(key, peer.peerId), for: Self.droppedPeerLifetime)
                     s.peerLists[key.id] = nil
                 }
                 // Not waited for: the report queues behind the link's other messages, and the
@@ -636,7 +643,8 @@ public final class SwarmNode: Sendable {
         return .none(skippedSlow ? .deadline : .peersFailed)
     }
 
-    private static func slowKey(_ key: ObjectKey, _ peer: String) -> String { key.id + " " + peer }
+    /// The key of an object and a peer in the node's marks.
+    private static func pairKey(_ key: ObjectKey, _ peer: String) -> String { key.id + " " + peer }
 
     /// The holders of `key` the tracker named within `peerListLifetime`.
     private func cachedPeers(_ key: ObjectKey) -> [SwarmPeer]? {
@@ -687,7 +695,7 @@ public final class SwarmNode: Sendable {
     private func keepPeerList(_ key: ObjectKey, _ peers: [SwarmPeer]) -> [SwarmPeer] {
         let now = ContinuousClock.now
         return swarm.withLock { s in
-            let usable = peers.filter { !(s.dropped[key.id]?.contains($0.peerId) ?? false) }
+            let usable = peers.filter { !s.dropped.contains(Self.pairKey(key, $0.peerId), now: now) }
             s.peerLists[key.id] = (usable, now)
             s.wantLate.clear(key.id)
             if s.peerLists.count > 4096 { s.peerLists = s.peerLists.filter { now - $0.value.at < Self.peerListLifetime } }
