@@ -268,6 +268,11 @@ public final class PieceStore: Sendable {
             noteDiskFull(false, evicted: 0)
             return kept
         } catch where error.code == .full {
+            // Files the trash was still unlinking give their blocks back first.
+            if trash.emptyNow([]) > 0, let kept = try? write(key, layout: layout, piece: index, bytes: bytes) {
+                noteDiskFull(false, evicted: 0)
+                return kept
+            }
             let evicted = makeRoomOnDisk(need, sparing: key.id)
             noteDiskFull(true, evicted: evicted)
             guard evicted > 0 else { throw error }

@@ -14,6 +14,8 @@ final class Trash: Sendable {
     /// unlink blocks its thread).
     private let queue = DispatchQueue(label: "swarmgate.piece-trash", qos: .utility)
     private let names = Atomic<UInt64>(0)
+    /// Files handed to `empty` and not unlinked yet.
+    private let pending = Atomic<Int>(0)
 
     /// Opens the trash in `folder` (created if missing) and removes what a stop left in it.
     init(folder: String) throws(PieceStoreError) {
@@ -39,12 +41,22 @@ final class Trash: Sendable {
     /// Unlinks `files` (from `take`) on the trash's queue.
     func empty(_ files: [String]) {
         guard !files.isEmpty else { return }
-        queue.async { for file in files { unlink(file) } }
+        pending.add(files.count, ordering: .relaxed)
+        queue.async { [self] in
+            for file in files {
+                unlink(file)
+                pending.subtract(1, ordering: .relaxed)
+            }
+        }
     }
 
     /// Unlinks `files` now, on the caller's thread, once the files queued before them are
-    /// gone: a disk short of room needs their blocks back before its next write.
-    func emptyNow(_ files: [String]) {
+    /// gone: a disk short of room needs their blocks back before its next write. Returns how
+    /// many files were still queued when it was called.
+    @discardableResult
+    func emptyNow(_ files: [String]) -> Int {
+        let waited = pending.load(ordering: .relaxed)
         queue.sync { for file in files { unlink(file) } }
+        return waited
     }
 }
