@@ -9,7 +9,10 @@
      vs curl fetching the same objects as many at a time (objects per second)
   6. cache hits read from disk while large objects are evicted (each one prepared into a
      full store evicts an older one) vs the same hits on an idle gateway (p99.9 latency and the slowest)
+  7. preparing small objects into a store that holds half of them (each one past the half
+     evicts one) vs curl fetching them (objects per second)
 Used by bench.py; everything binds 127.0.0.1 only and every loop is bounded."""
+import contextlib
 import os
 import re
 import socket
@@ -153,11 +156,11 @@ def post_json(port, path, body):
     return json.loads(data)
 
 
-def prepare_rate(gport, nport, root, tmp, count, size, jobs=3):
+def prepare_rate(gport, nport, root, tmp, count, size, jobs=3, name=None):
     """Objects per second: the gateway preparing a VOD of `count` objects of `size` bytes from
     nginx (POST /prepare, timed until /jobs/status says every one is done), and curl fetching
     the same objects `jobs` at a time (the gateway's prepare jobs that run at once)."""
-    name = f"prep-{size}"
+    name = name or f"prep-{size}"
     os.makedirs(os.path.join(root, name))
     for i in range(count):
         with open(os.path.join(root, name, f"seg-{i:05d}.ts"), "wb") as f:
@@ -202,6 +205,20 @@ def percentile(times, p):
     return ordered[min(len(ordered) - 1, int(len(ordered) * p))]
 
 
+@contextlib.contextmanager
+def gateway(swarmgate, nport, tmp, name, *flags):
+    """A gateway of its own (cache in tmp/name) in front of nginx at nport; yields its port."""
+    port = free_port()
+    gw = subprocess.Popen([swarmgate, "serve", "--listen", f"127.0.0.1:{port}", "--allow-origin", f"127.0.0.1:{nport}",
+                           "--cache-dir", os.path.join(tmp, name), *flags], stderr=subprocess.DEVNULL)
+    try:
+        wait_port(port)
+        yield port
+    finally:
+        gw.terminate()
+        gw.wait(10)
+
+
 def hits_under_eviction(swarmgate, nport, root, tmp, count=3000, big_mb=100):
     """A 100 kB object read from the piece store (no memory cache) `count` times, on a gateway
     doing nothing else, then while objects of `big_mb` MB are prepared one after another into a
@@ -214,12 +231,7 @@ def hits_under_eviction(swarmgate, nport, root, tmp, count=3000, big_mb=100):
             f.write(os.urandom(1 << 20))
     for i in range(400):
         os.symlink(os.path.join(root, "big.bin"), os.path.join(root, f"big-{i}.bin"))
-    port = free_port()
-    gw = subprocess.Popen([swarmgate, "serve", "--listen", f"127.0.0.1:{port}", "--allow-origin", f"127.0.0.1:{nport}",
-                           "--cache-dir", os.path.join(tmp, "churn-cache"), "--cache-size", f"{big_mb * 5 // 2}MiB",
-                           "--memory-cache-size", "0"], stderr=subprocess.DEVNULL)
-    try:
-        wait_port(port)
+    with gateway(swarmgate, nport, tmp, "churn-cache", "--cache-size", f"{big_mb * 5 // 2}MiB", "--memory-cache-size", "0") as port:
         hit = f"/hls.vod.p2p.com/127.0.0.1:{nport}/hit.bin"
         until_ready(port, hit)
         get_times_ms(port, hit, 300, whole=True)  # warm up
@@ -254,9 +266,6 @@ def hits_under_eviction(swarmgate, nport, root, tmp, count=3000, big_mb=100):
         if failure:
             raise failure[0]
         return idle, busy, prepared[0]
-    finally:
-        gw.terminate()
-        gw.wait(10)
 
 
 def run(swarmgate, rows, row):
@@ -315,6 +324,11 @@ def run(swarmgate, rows, row):
                 ours, curl = prepare_rate(gport, nport, root, tmp, count, size)
                 row(f"preparing a VOD of {count:,} objects of {label} (POST /prepare, 3 jobs at once) vs curl fetching them 3 at a time",
                     f"{ours:.0f} objects/s", f"{curl:.0f} objects/s", f"{ours / curl:.2f}x curl", "-", True)
+            # Every object's disk blocks (4 KiB) counted: the store holds half of them.
+            with gateway(swarmgate, nport, tmp, "full-cache", "--cache-size", "40000KiB") as port:
+                ours, curl = prepare_rate(port, nport, root, tmp, 20000, 1000, name="prep-full")
+            row("preparing a VOD of 20,000 objects of 1 kB into a store that holds 10,000 (each one past them evicts one) vs curl",
+                f"{ours:.0f} objects/s", f"{curl:.0f} objects/s", f"{ours / curl:.2f}x curl", "-", True)
             idle, busy, evicted = hits_under_eviction(swarmgate, nport, root, tmp)
             # An eviction is a moment among 3,000 hits: p99.9 and the slowest show it.
             i999, b999 = percentile(idle, 0.999), percentile(busy, 0.999)

@@ -8,7 +8,7 @@ import Synchronization
 /// checksum for it. Every response reading a hot piece shares its storage, so a thousand
 /// players of one object hold one copy of it.
 final class HotPieces: Sendable {
-    struct ID: Hashable {
+    struct ID: Hashable, Sendable {
         let object: String
         let index: Int
     }
@@ -16,17 +16,26 @@ final class HotPieces: Sendable {
     struct Entry {
         var buffer: ByteBuffer
         var digest: PieceDigest
-        var lastUse: UInt64
     }
 
     struct State {
         var entries: [ID: Entry] = [:]
+        /// The entries from the least recently used on.
+        var recency = RecencyList<ID>()
         var bytes = 0
-        var tick: UInt64 = 0
+
+        mutating func remove(_ id: ID) {
+            guard let e = entries.removeValue(forKey: id) else { return }
+            recency.remove(id)
+            bytes -= e.buffer.readableBytes
+        }
     }
 
     let capacity: Int
     private let state = Mutex(State())
+
+    /// Bytes of the pieces held.
+    var bytes: Int { state.withLock { $0.bytes } }
 
     init(capacity: Int) {
         self.capacity = capacity
@@ -36,15 +45,12 @@ final class HotPieces: Sendable {
     func get(_ key: ObjectKey, _ index: Int, digest: PieceDigest) -> ByteBuffer? {
         state.withLock { s in
             let id = ID(object: key.id, index: index)
-            guard var e = s.entries[id] else { return nil }
+            guard let e = s.entries[id] else { return nil }
             guard e.digest == digest else {
-                s.bytes -= e.buffer.readableBytes
-                s.entries[id] = nil
+                s.remove(id)
                 return nil
             }
-            s.tick += 1
-            e.lastUse = s.tick
-            s.entries[id] = e
+            s.recency.use(id)
             return e.buffer
         }
     }
@@ -55,13 +61,10 @@ final class HotPieces: Sendable {
         guard size <= capacity else { return }
         state.withLock { s in
             let id = ID(object: key.id, index: index)
-            if let old = s.entries[id] { s.bytes -= old.buffer.readableBytes }
-            while s.bytes + size > capacity, let victim = s.entries.min(by: { $0.value.lastUse < $1.value.lastUse }) {
-                s.bytes -= victim.value.buffer.readableBytes
-                s.entries[victim.key] = nil
-            }
-            s.tick += 1
-            s.entries[id] = Entry(buffer: buffer, digest: digest, lastUse: s.tick)
+            s.remove(id)
+            while s.bytes + size > capacity, let victim = s.recency.oldest { s.remove(victim) }
+            s.entries[id] = Entry(buffer: buffer, digest: digest)
+            s.recency.use(id)
             s.bytes += size
         }
     }

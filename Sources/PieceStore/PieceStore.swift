@@ -26,7 +26,6 @@ public final class PieceStore: Sendable {
         public var bitmap: PieceBitmap
         /// Bytes on disk counted against the bound (pieces held or being written).
         public var storedBytes: Int64
-        var lastUse: UInt64
         /// Which copy of the object this is: a copy made again under the same id (after an
         /// eviction, a removal or a layout change) has a new one, so that a write begun on the
         /// old copy neither marks nor releases anything of the new.
@@ -35,7 +34,11 @@ public final class PieceStore: Sendable {
 
     struct State {
         var objects: [String: ObjectInfo] = [:]
+        /// The objects from the least recently used on (an object is used when a piece of it
+        /// is read or written).
+        var recency = RecencyList<String>()
         var usedBytes: Int64 = 0
+        /// Counts up: each new copy of an object takes the next value as its generation.
         var tick: UInt64 = 0
     }
 
@@ -149,10 +152,11 @@ public final class PieceStore: Sendable {
             }
             s.tick += 1
             let key = ObjectKey(xresid: row["xresid"], host: row["host"], path: row["path"])
-            var info = ObjectInfo(key: key, layout: layout, bitmap: bitmap, storedBytes: 0, lastUse: s.tick, generation: s.tick)
+            var info = ObjectInfo(key: key, layout: layout, bitmap: bitmap, storedBytes: 0, generation: s.tick)
             info.storedBytes = Self.bytes(of: bitmap, layout)
             s.usedBytes += info.storedBytes
             s.objects[id] = info
+            s.recency.use(id)
         }
         // Data files the index does not know (a crash between creating one and its row).
         let root = directory + "/objects"
@@ -197,10 +201,8 @@ public final class PieceStore: Sendable {
     public func readPiece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, into buffer: UnsafeMutableRawBufferPointer) -> Int? {
         let id = key.id
         let held = state.withLock { s -> UInt64? in
-            guard var info = s.objects[id], info.layout == checksums.layout, info.bitmap[index] else { return nil }
-            s.tick += 1
-            info.lastUse = s.tick
-            s.objects[id] = info
+            guard let info = s.objects[id], info.layout == checksums.layout, info.bitmap[index] else { return nil }
+            s.recency.use(id)
             return info.generation
         }
         guard let generation = held else { return nil }
@@ -295,10 +297,10 @@ public final class PieceStore: Sendable {
             guard fd >= 0 else { return .failed(errno: errno) }
             s.tick += 1
             var info = s.objects[id] ?? ObjectInfo(
-                key: key, layout: layout, bitmap: PieceBitmap(count: layout.count), storedBytes: 0, lastUse: s.tick, generation: s.tick)
+                key: key, layout: layout, bitmap: PieceBitmap(count: layout.count), storedBytes: 0, generation: s.tick)
             info.storedBytes += need
-            info.lastUse = s.tick
             s.objects[id] = info
+            s.recency.use(id)
             s.usedBytes += need
             return .opened(fd: fd, generation: info.generation)
         }
@@ -357,6 +359,7 @@ public final class PieceStore: Sendable {
                 return (nil, false)
             }
             s.objects[id] = nil
+            s.recency.remove(id)
             return (trash.take(dataPath(id)), true)
         }
         // It held nothing: no one heard of it, so no one hears of it going.
@@ -444,6 +447,7 @@ public final class PieceStore: Sendable {
     /// recreates a file that is about to go.
     private func letGo(_ s: inout State, _ id: String, into gone: inout LetGo) {
         guard let info = s.objects.removeValue(forKey: id) else { return }
+        s.recency.remove(id)
         s.usedBytes -= info.storedBytes
         gone.ids.append(id)
         if let file = trash.take(dataPath(id)) { gone.files.append(file) }
@@ -509,14 +513,16 @@ public final class PieceStore: Sendable {
         return evictLeastRecentlyUsed(&s, freeing: s.usedBytes + need - capacity, sparing: sparing)
     }
 
-    /// Evicts least recently used objects holding bytes (never `sparing`) until `amount` bytes
-    /// are freed or none is left, moving their files into the trash.
+    /// Evicts least recently used objects (never `sparing`) until `amount` bytes are freed or
+    /// none is left, moving their files into the trash. Objects met on the way that hold and
+    /// reserve nothing (every piece dropped) go too.
     private func evictLeastRecentlyUsed(_ s: inout State, freeing amount: Int64, sparing: String?) -> LetGo {
         var gone = LetGo()
-        guard amount > 0 else { return gone }
         var freed: Int64 = 0
-        for (id, info) in s.objects.sorted(by: { $0.value.lastUse < $1.value.lastUse }) where id != sparing && info.storedBytes > 0 {
-            guard freed < amount else { break }
+        var next = s.recency.oldest
+        while freed < amount, let id = next {
+            next = s.recency.newer(than: id)
+            guard id != sparing, let info = s.objects[id] else { continue }
             freed += info.storedBytes
             letGo(&s, id, into: &gone)
         }
