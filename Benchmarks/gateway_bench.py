@@ -231,6 +231,8 @@ def hits_under_eviction(swarmgate, nport, root, tmp, count=3000, big_mb=100):
             f.write(os.urandom(1 << 20))
     for i in range(400):
         os.symlink(os.path.join(root, "big.bin"), os.path.join(root, f"big-{i}.bin"))
+    # What the rows before wrote goes to the disk now, not while the hits are timed.
+    os.sync()
     with gateway(swarmgate, nport, tmp, "churn-cache", "--cache-size", f"{big_mb * 5 // 2}MiB", "--memory-cache-size", "0") as port:
         hit = f"/hls.vod.p2p.com/127.0.0.1:{nport}/hit.bin"
         until_ready(port, hit)
