@@ -436,10 +436,13 @@ public final class PieceStore: Sendable {
     struct LetGo {
         var ids: [String] = []
         var files: [String] = []
+        /// Bytes counted against the bound that went with them.
+        var bytes: Int64 = 0
 
         mutating func add(_ other: LetGo) {
             ids += other.ids
             files += other.files
+            bytes += other.bytes
         }
     }
 
@@ -449,6 +452,7 @@ public final class PieceStore: Sendable {
         guard let info = s.objects.removeValue(forKey: id) else { return }
         s.recency.remove(id)
         s.usedBytes -= info.storedBytes
+        gone.bytes += info.storedBytes
         gone.ids.append(id)
         if let file = trash.take(dataPath(id)) { gone.files.append(file) }
     }
@@ -479,12 +483,13 @@ public final class PieceStore: Sendable {
 
     /// Evicts least recently used objects (never `sparing`) until `amount` bytes and a
     /// sixteenth of what the store holds are freed: the disk is short before the bound, and
-    /// the slack keeps the next pieces from meeting it at once. Returns how many went.
+    /// the slack keeps the next pieces from meeting it at once. Returns how many went; 0 when
+    /// none made room (objects holding nothing, met on the way, go too).
     private func makeRoomOnDisk(_ amount: Int64, sparing: String) -> Int {
         let evicted = state.withLock { s in evictLeastRecentlyUsed(&s, freeing: amount + s.usedBytes / 16, sparing: sparing) }
         // The disk needs the blocks back before the piece is written.
         finishEviction(evicted, freeingNow: true)
-        return evicted.ids.count
+        return evicted.bytes > 0 ? evicted.ids.count : 0
     }
 
     /// Logs the disk under the store filling (each time objects are evicted for it, or once

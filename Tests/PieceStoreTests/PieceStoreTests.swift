@@ -318,7 +318,7 @@ struct PieceStoreTests {
     @Test func theBoundIsKeptByEvictingTheLeastRecentlyUsed() throws {
         let store = try PieceStore(directory: folder, capacity: 3 * 16384, logger: logger)
         let (bytes, c) = object(length: 16384, pieceSize: 16384)
-        let keys = (0..<4).map { ObjectKey(xresid: "s", host: "h", path: "/\($0)") }
+        let keys = (0..<5).map { ObjectKey(xresid: "s", host: "h", path: "/\($0)") }
         for k in keys.prefix(3) { try store.store(k, layout: c.layout, piece: 0, bytes: bytes) }
         _ = read(store, keys[0], 0, c)  // 0 is now more recent than 1
         try store.store(keys[3], layout: c.layout, piece: 0, bytes: bytes)
@@ -326,10 +326,20 @@ struct PieceStoreTests {
         #expect(store.has(keys[0], piece: 0))
         #expect(!store.has(keys[1], piece: 0), "the least recently used went")
         #expect(store.has(keys[3], piece: 0))
+        // An object whose every piece was dropped holds nothing: the next eviction that meets
+        // it lets it go (before, it stayed listed for good).
+        _ = read(store, keys[2], 0, c)  // 0, 3, 2 from the least recently used
+        #expect(store.dropPiece(keys[0], 0))
+        #expect(store.info(keys[0]) != nil)
+        try store.store(keys[1], layout: c.layout, piece: 0, bytes: bytes)  // room for it
+        try store.store(keys[4], layout: c.layout, piece: 0, bytes: bytes)  // evicts
+        #expect(store.info(keys[0]) == nil, "the empty one went, met first")
+        #expect(!store.has(keys[3], piece: 0), "then the least recently used that held bytes")
+        for n in [1, 2, 4] { #expect(store.has(keys[n], piece: 0)) }
         // An object larger than the whole bound is not kept, and nothing is evicted for it.
         let (big, bc) = object(length: 4 * 16384, pieceSize: 4 * 16384)
         #expect(try store.store(ObjectKey(xresid: "s", host: "h", path: "/big"), layout: bc.layout, piece: 0, bytes: big) == false)
-        #expect(store.has(keys[0], piece: 0))
+        for n in [1, 2, 4] { #expect(store.has(keys[n], piece: 0)) }
     }
 }
 
