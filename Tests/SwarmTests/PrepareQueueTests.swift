@@ -349,4 +349,40 @@ struct PrepareQueueTests {
         try await Task.sleep(for: .milliseconds(100))
         #expect(trims.load(ordering: .sequentiallyConsistent) == 1, "not again within the interval")
     }
+
+    /// A queue that drains again within the interval is trimmed at the interval's end: before,
+    /// it waited for another job to end, which an idle gateway may not see for hours.
+    @Test func aQueueDrainedWithinTheIntervalIsTrimmedAtItsEnd() async throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let storage = try SQLiteRegistryStorage(path: folder + "/registry-trim-later.sqlite")
+        let registry = try ChecksumRegistry(storage: storage, logger: logger)
+        let trims = Atomic<Int>(0), early = Atomic<Int>(0)
+        let queue = Mutex<PrepareQueue?>(nil)
+        let q = try self.queue(storage, registry: registry, keepDone: 1000, trimAfter: 50, trimInterval: .seconds(3)) {
+            trims.add(1, ordering: .sequentiallyConsistent)
+            let left = queue.withLock { $0 }?.jobs().count { !$0.state.isFinished } ?? 0
+            early.add(left, ordering: .sequentiallyConsistent)
+        }
+        queue.withLock { $0 = q }
+        let running = Task { try await q.run() }
+        defer { running.cancel() }
+        func drained(_ range: Range<Int>, trims expected: Int) async throws {
+            q.enqueue(range.map { (key($0), "http://127.0.0.1:1/seg-\($0).ts") }, urgent: false)
+            let deadline = ContinuousClock.now + .seconds(60)  // a full run starts every suite at once
+            while q.jobs().contains(where: { !$0.state.isFinished }), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            try #require(!q.jobs().contains { !$0.state.isFinished }, "the batch ended")
+            let trimmed = ContinuousClock.now + .seconds(10)
+            while trims.load(ordering: .sequentiallyConsistent) < expected, ContinuousClock.now < trimmed {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        try await drained(0..<60, trims: 1)
+        let first = ContinuousClock.now
+        try await drained(60..<120, trims: 2)
+        #expect(trims.load(ordering: .sequentiallyConsistent) == 2, "once more, for the second batch")
+        #expect(ContinuousClock.now - first >= .milliseconds(2900), "at the interval's end, not before")
+        #expect(early.load(ordering: .sequentiallyConsistent) == 0, "with no job left")
+    }
 }

@@ -48,6 +48,8 @@ public final class PrepareQueue: Service, Sendable {
         /// Jobs ended since the allocator last gave back its free memory, and when that was.
         var endedSinceTrim = 0
         var lastTrim: ContinuousClock.Instant?
+        /// A trim put off to the end of `trimInterval` (the queue drained within it).
+        var trimPutOff = false
     }
 
     /// A request to queue an object: what `enqueue` was asked.
@@ -642,18 +644,32 @@ public final class PrepareQueue: Service, Sendable {
         wake.yield()
     }
 
-    /// Counts a job ended; once the queue has drained after `trimAfter` of them (and not within
-    /// a `trimInterval` of the last time), has the allocator give back its free memory.
-    private func trimIfDrained() {
-        let trim = state.withLock { s -> Bool in
-            s.endedSinceTrim += 1
-            guard s.endedSinceTrim >= trimAfter, s.jobs.queuedCount == 0, s.running.isEmpty else { return false }
-            if let last = s.lastTrim, ContinuousClock.now - last < trimInterval { return false }
+    /// Counts a job ended (unless `counting` is false); once the queue has drained after
+    /// `trimAfter` of them, has the allocator give back its free memory, at most once a
+    /// `trimInterval`. A queue that drained within the interval is trimmed at its end, if it
+    /// is still drained then (else the next job's end trims it).
+    private func trimIfDrained(counting: Bool = true) {
+        enum Step { case none, trim, putOff(Duration) }
+        let step = state.withLock { s -> Step in
+            if counting { s.endedSinceTrim += 1 } else { s.trimPutOff = false }
+            guard s.endedSinceTrim >= trimAfter, s.jobs.queuedCount == 0, s.running.isEmpty else { return .none }
+            if let last = s.lastTrim, ContinuousClock.now - last < trimInterval {
+                guard !s.trimPutOff else { return .none }
+                s.trimPutOff = true
+                return .putOff(trimInterval - (ContinuousClock.now - last))
+            }
             s.endedSinceTrim = 0
             s.lastTrim = .now
-            return true
+            return .trim
         }
-        if trim { giveBackFreeMemory() }
+        switch step {
+        case .none: return
+        case .trim: giveBackFreeMemory()
+        case .putOff(let wait):
+            DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + wait.dispatchInterval) { [weak self] in
+                self?.trimIfDrained(counting: false)
+            }
+        }
     }
 
     /// glibc's `malloc_trim`, on a utility thread: it walks every arena.
