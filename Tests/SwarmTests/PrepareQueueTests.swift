@@ -317,72 +317,76 @@ struct PrepareQueueTests {
     /// that ends within `trimInterval`. (Each job here fails at once: the default policy
     /// refuses loopback origins.)
     @Test func aDrainedQueueGivesBackFreeMemoryOnceAfterABatch() async throws {
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let storage = try SQLiteRegistryStorage(path: folder + "/registry-trim.sqlite")
-        let registry = try ChecksumRegistry(storage: storage, logger: logger)
-        let trims = Atomic<Int>(0), early = Atomic<Int>(0)
-        let queue = Mutex<PrepareQueue?>(nil)
-        let q = try self.queue(storage, registry: registry, keepDone: 1000, trimAfter: 50, trimInterval: .seconds(600)) {
-            trims.add(1, ordering: .sequentiallyConsistent)
-            let left = queue.withLock { $0 }?.jobs().count { !$0.state.isFinished } ?? 0
-            early.add(left, ordering: .sequentiallyConsistent)
-        }
-        queue.withLock { $0 = q }
+        let (q, counts) = try trimmingQueue("registry-trim", interval: .seconds(600))
         let running = Task { try await q.run() }
         defer { running.cancel() }
-        func batch(_ range: Range<Int>) async throws {
-            q.enqueue(range.map { (key($0), "http://127.0.0.1:1/seg-\($0).ts") }, urgent: false)
-            let deadline = ContinuousClock.now + .seconds(60)  // a full run starts every suite at once
-            while q.jobs().contains(where: { !$0.state.isFinished }), ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(10))
-            }
-            try #require(!q.jobs().contains { !$0.state.isFinished }, "the batch ended")
-        }
-        try await batch(0..<40)
-        #expect(trims.load(ordering: .sequentiallyConsistent) == 0, "40 jobs: fewer than 50")
-        try await batch(40..<100)
-        let deadline = ContinuousClock.now + .seconds(10)
-        while trims.load(ordering: .sequentiallyConsistent) == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(trims.load(ordering: .sequentiallyConsistent) == 1, "once, when 100 had ended")
-        #expect(early.load(ordering: .sequentiallyConsistent) == 0, "with no job left")
-        try await batch(100..<160)
+        try await drain(q, 0..<40)
+        #expect(counts.trims == 0, "40 jobs: fewer than 50")
+        try await drain(q, 40..<100)
+        try await counts.wait(for: 1)
+        #expect(counts.trims == 1, "once, when 100 had ended")
+        #expect(counts.left == 0, "with no job left")
+        try await drain(q, 100..<160)
         try await Task.sleep(for: .milliseconds(100))
-        #expect(trims.load(ordering: .sequentiallyConsistent) == 1, "not again within the interval")
+        #expect(counts.trims == 1, "not again within the interval")
     }
 
     /// A queue that drains again within the interval is trimmed at the interval's end: before,
     /// it waited for another job to end, which an idle gateway may not see for hours.
     @Test func aQueueDrainedWithinTheIntervalIsTrimmedAtItsEnd() async throws {
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let storage = try SQLiteRegistryStorage(path: folder + "/registry-trim-later.sqlite")
-        let registry = try ChecksumRegistry(storage: storage, logger: logger)
-        let trims = Atomic<Int>(0), early = Atomic<Int>(0)
-        let queue = Mutex<PrepareQueue?>(nil)
-        let q = try self.queue(storage, registry: registry, keepDone: 1000, trimAfter: 50, trimInterval: .seconds(3)) {
-            trims.add(1, ordering: .sequentiallyConsistent)
-            let left = queue.withLock { $0 }?.jobs().count { !$0.state.isFinished } ?? 0
-            early.add(left, ordering: .sequentiallyConsistent)
-        }
-        queue.withLock { $0 = q }
+        let (q, counts) = try trimmingQueue("registry-trim-later", interval: .seconds(3))
         let running = Task { try await q.run() }
         defer { running.cancel() }
-        func drained(_ range: Range<Int>, trims expected: Int) async throws {
-            q.enqueue(range.map { (key($0), "http://127.0.0.1:1/seg-\($0).ts") }, urgent: false)
-            let deadline = ContinuousClock.now + .seconds(60)  // a full run starts every suite at once
-            while q.jobs().contains(where: { !$0.state.isFinished }), ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(10))
-            }
-            try #require(!q.jobs().contains { !$0.state.isFinished }, "the batch ended")
-            let trimmed = ContinuousClock.now + .seconds(10)
-            while trims.load(ordering: .sequentiallyConsistent) < expected, ContinuousClock.now < trimmed {
-                try await Task.sleep(for: .milliseconds(10))
-            }
-        }
-        try await drained(0..<60, trims: 1)
+        try await drain(q, 0..<60)
+        try await counts.wait(for: 1)
         let first = ContinuousClock.now
-        try await drained(60..<120, trims: 2)
-        #expect(trims.load(ordering: .sequentiallyConsistent) == 2, "once more, for the second batch")
+        try await drain(q, 60..<120)
+        try await counts.wait(for: 2)
+        #expect(counts.trims == 2, "once more, for the second batch")
         #expect(ContinuousClock.now - first >= .milliseconds(2900), "at the interval's end, not before")
-        #expect(early.load(ordering: .sequentiallyConsistent) == 0, "with no job left")
+        #expect(counts.left == 0, "with no job left")
+    }
+
+    /// A queue whose memory trims are counted (`trimAfter` 50), with the jobs left at each.
+    func trimmingQueue(_ name: String, interval: Duration) throws -> (PrepareQueue, TrimCounts) {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let storage = try SQLiteRegistryStorage(path: folder + "/\(name).sqlite")
+        let registry = try ChecksumRegistry(storage: storage, logger: logger)
+        let counts = TrimCounts()
+        let q = try queue(storage, registry: registry, keepDone: 1000, trimAfter: 50, trimInterval: interval) { counts.trimmed() }
+        counts.queue.withLock { $0 = q }
+        return (q, counts)
+    }
+
+    /// Queues `range`'s objects and waits until every job has ended.
+    func drain(_ q: PrepareQueue, _ range: Range<Int>) async throws {
+        q.enqueue(range.map { (key($0), "http://127.0.0.1:1/seg-\($0).ts") }, urgent: false)
+        let deadline = ContinuousClock.now + .seconds(60)  // a full run starts every suite at once
+        while q.jobs().contains(where: { !$0.state.isFinished }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        try #require(!q.jobs().contains { !$0.state.isFinished }, "the batch ended")
+    }
+}
+
+/// How many times a queue had the allocator trimmed, and how many jobs were left unfinished
+/// at those times.
+final class TrimCounts: Sendable {
+    let queue = Mutex<PrepareQueue?>(nil)
+    private let count = Atomic<Int>(0)
+    private let unfinished = Atomic<Int>(0)
+
+    var trims: Int { count.load(ordering: .sequentiallyConsistent) }
+    var left: Int { unfinished.load(ordering: .sequentiallyConsistent) }
+
+    func trimmed() {
+        count.add(1, ordering: .sequentiallyConsistent)
+        unfinished.add(queue.withLock { $0 }?.jobs().count { !$0.state.isFinished } ?? 0, ordering: .sequentiallyConsistent)
+    }
+
+    /// Waits up to 10 s for `n` trims.
+    func wait(for n: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while trims < n, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
     }
 }
