@@ -145,6 +145,35 @@ final class SwarmSignallingTests {
         #expect(holders.first?.url == "http://127.0.0.1:\(gport)")
     }
 
+    /// A node holding more objects than one message carries (70,000 ids: 4.7 MB of JSON, over
+    /// the 4 MiB a tracker reads) announces them at its login in several `have`s. In one, the
+    /// tracker ended the session at every login, for good, and handed none of them out: a
+    /// cache of some 62,600 objects or more (10 GiB of 160 kB segments) was never shared.
+    @Test func aNodeHoldingMoreObjectsThanAMessageCarriesStaysLoggedInAndIsHandedOut() async throws {
+        let (t, port) = try await tracker()
+        defer { t.stop() }
+        let ids = (0..<70_000).map { ObjectKey(xresid: "s", host: "cdn.example.com", path: "/seg-\($0).ts").id }
+        let cache = Live.cacheFolder()
+        try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
+        let url = "ws://127.0.0.1:\(port)/swarm/v1/ws"
+        let link = TrackerLink(
+            configuration: .init(url: url, appID: "swarmgate", secret: Self.secret, peerID: try PeerID(cacheDirectory: cache), publicURL: { "http://127.0.0.1:9" }),
+            held: { ids }, logger: Logger(label: "test"))
+        let running = Task { try await link.run() }
+        defer { running.cancel() }
+        var want = SwarmMessage(type: "want")
+        want.object = ids.last
+        want.rid = 1
+        var holders: [SwarmPeer] = []
+        for _ in 0..<100 where holders.isEmpty {
+            let asker = LoginProof.sign(appID: "swarmgate", peerID: "asker", secret: Self.secret)
+            holders = try await WSExchange.run(url, send: [.login(asker, url: "http://x"), want], replies: 2).last?.peers ?? []
+            if holders.isEmpty { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(holders.map(\.peerId) == [link.configuration.peerID.current], "the last object announced is handed out")
+        #expect(link.isConnected && link.logins == 1, "one login, kept")
+    }
+
     /// A tracker that answers nothing while its connection stays open (SIGSTOP: a hung host,
     /// a network black hole) is away for the node within seconds: a live playlist's new
     /// segment is sent to the origin at once, where every request waited 12 s for the tracker

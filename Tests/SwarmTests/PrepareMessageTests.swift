@@ -93,4 +93,16 @@ struct PrepareMessageTests {
         #expect(SwarmMessage.readAheadHalfSize(refs(10_000)) == 0)
         #expect(SwarmMessage.readAheadPart(halfSize: 0, count: 10_000, at: 9_999) == nil)
     }
+
+    /// A node's `have` (all it holds, at each login) and `lost` go in messages of at most
+    /// `maxObjectIDs` ids, each well within what a tracker reads, in order.
+    @Test func objectListsGoInMessagesWithinTheBound() {
+        let ids = refs(45_001).map(\.key.id)
+        let messages = SwarmMessage.objectLists("have", ids, whole: true)
+        #expect(messages.map { $0.objects?.count ?? 0 } == [20_000, 20_000, 5_001])
+        #expect(messages.flatMap { SwarmMessage(json: $0.json)?.objects ?? [] } == ids)
+        #expect(messages.allSatisfy { $0.type == "have" && $0.whole == true && $0.json.utf8.count < SwarmMessage.maxTrackerMessageSize / 2 })
+        #expect(SwarmMessage.objectLists("lost", []).isEmpty, "nothing to say: no message")
+        #expect(SwarmMessage.objectLists("lost", [ids[0]]).first?.whole == nil)
+    }
 }

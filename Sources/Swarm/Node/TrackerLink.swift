@@ -252,10 +252,7 @@ public final class TrackerLink: Service, Sendable {
 
     /// `whole`: a `have` of everything the node holds (at login), not of objects just stored.
     private func send(type: String, objects: [String], whole: Bool = false) async throws {
-        var m = SwarmMessage(type: type)
-        m.objects = objects
-        if whole { m.whole = true }
-        try await send(m)
+        for m in SwarmMessage.objectLists(type, objects, whole: whole) { try await send(m) }
     }
 
     /// Sends `m` if connected (no-op otherwise).

@@ -82,6 +82,21 @@ public struct SwarmMessage: Codable, Sendable, Equatable {
     /// The most objects one `prepare` carries: a read-ahead playlist past it is prepared as its
     /// first this many, and a `whole` one goes in several messages.
     public static let maxPrepareRefs = 10_000
+    /// The most object ids one `have` or `lost` carries (67 bytes of JSON each: 1.3 MB, well
+    /// under `maxTrackerMessageSize`); more go in several messages. A node announces all it
+    /// holds at each login: in one message, a cache of some 62,600 objects or more went over
+    /// the tracker's bound, which ended the session at every login, for good.
+    public static let maxObjectIDs = 20_000
+
+    /// `objects` as messages of `type` (`have`, `lost`), `maxObjectIDs` ids at most each.
+    public static func objectLists(_ type: String, _ objects: [String], whole: Bool = false) -> [SwarmMessage] {
+        stride(from: 0, to: objects.count, by: maxObjectIDs).map { start in
+            var m = SwarmMessage(type: type)
+            m.objects = Array(objects[start..<min(start + maxObjectIDs, objects.count)])
+            if whole { m.whole = true }
+            return m
+        }
+    }
 
     /// The size of the halves of a long read-ahead list, or 0 for a list that goes whole in
     /// one message. A list longer than a message reaches the tracker in parts
