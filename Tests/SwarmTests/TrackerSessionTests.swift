@@ -197,6 +197,59 @@ struct TrackerSessionTests {
         func release() { gate.signal() }
     }
 
+    /// A host whose checksums wait until `open` (a registry waiting on a slow origin).
+    final class GatedHost: TrackerHost {
+        let seedPeerID = "seed"
+        let seedURL = "http://127.0.0.1:9"
+        let open = Mutex(false)
+        let asked = Atomic<Int>(0)
+
+        func holds(_ objectID: String) -> Bool { false }
+        func checksums(_ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool, readyWithin: Duration) async -> ChecksumAnswer {
+            asked.add(1, ordering: .sequentiallyConsistent)
+            let deadline = ContinuousClock.now + .seconds(30)
+            while !open.withLock({ $0 }), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+            return ChecksumAnswer(state: .failed, reason: "the origin answered 404")
+        }
+        func reached(_ objectIDs: [String], remember: Bool) -> [ObjectRef] { [] }
+        func prepare(_ refs: [ObjectRef], whole: Bool, retry: Bool) -> [ObjectRef] { refs }
+        func readyAnswer(_ ref: ObjectRef) -> ChecksumAnswer? { nil }
+        func recheck(_ ref: ObjectRef, piece: Int) async {}
+        func audit(_ objectID: String, piece: Int, holderURL: String, requester: String, token: String) async -> AuditVerdict {
+            .inconclusive("not asked")
+        }
+        func auditable(_ objectID: String, piece: Int) -> Bool { false }
+    }
+
+    /// A connection's `sums` waiting for their answers are bounded: past the bound one is
+    /// answered `unavailable` at once (its node sends the player to the origin), and never
+    /// reaches the registry. Each was a task and a queued job without bound.
+    @Test func aConnectionsChecksumRequestsPastTheBoundAreAnsweredAtOnce() async throws {
+        let host = GatedHost()
+        let tracker = SwarmTracker(appID: "app", secret: Self.secret, maxWaitingSums: 4, host: host, logger: Logger(label: "test"))
+        let (c, _) = try await open(tracker, peer: "asker")
+        func sums(_ rid: Int) -> String {
+            var m = SwarmMessage(type: "sums")
+            m.ref = Self.ref("s\(rid)")
+            m.rid = rid
+            return m.json
+        }
+        func answer(_ rid: Int) -> ChecksumAnswer? { c.sent.withLock { $0.first { $0.rid == rid }?.answer } }
+        for rid in 1...6 { c.feed.yield(sums(rid)) }
+        try await c.waitFor(3)  // the welcome, and the two past the bound at once
+        #expect(answer(5)?.state == .unavailable && answer(5)?.reason == "too many checksum requests waiting")
+        #expect(answer(6)?.state == .unavailable)
+        #expect((1...4).allSatisfy { answer($0) == nil }, "the four within the bound wait for the registry")
+        host.open.withLock { $0 = true }
+        try await c.waitFor(7)
+        #expect((1...4).allSatisfy { answer($0)?.state == .failed }, "answered by the registry")
+        c.feed.yield(sums(7))
+        try await c.waitFor(8)
+        #expect(answer(7)?.state == .failed, "answered ones make room again")
+        #expect(host.asked.load(ordering: .sequentiallyConsistent) == 5)
+        c.feed.finish()
+    }
+
     /// Queuing a playlist's objects for preparation does not hold the node's next messages:
     /// while the host is still queuing, a ping is answered.
     @Test func aStalledPrepareDoesNotHoldTheConnectionsNextMessages() async throws {

@@ -55,6 +55,11 @@ public final class SwarmTracker: Sendable {
     /// past it a node's further objects are not handed out, and the tracker's memory is not
     /// spent without end.
     public let maxObjectsPerSession: Int
+    /// `sums` one connection may have waiting for their answers (each may wait for the origin
+    /// and a preparation, up to a minute): past it, a `sums` is answered `unavailable` at once
+    /// (its node sends the player to the origin). Each waiting one was a task and a queued
+    /// job without bound: a node sending them at its message rate had some 30,000 waiting.
+    public let maxWaitingSums: Int
     let verifier: LoginVerifier
     let secret: String
     /// The checksum registry and the first seed: the node the tracker runs in.
@@ -80,9 +85,10 @@ public final class SwarmTracker: Sendable {
     public init(
         appID: String, secret: String, heartbeat: Duration = .seconds(10), peersPerWant: Int = 5, banAfter: Int = 3,
         messagesPerSecond: Double = 500, bytesPerSecond: Double = 8_388_608, maxObjectsPerSession: Int = 1_000_000,
-        host: (any TrackerHost)? = nil, logger: Logger
+        maxWaitingSums: Int = 1024, host: (any TrackerHost)? = nil, logger: Logger
     ) {
         self.maxObjectsPerSession = maxObjectsPerSession
+        self.maxWaitingSums = maxWaitingSums
         self.bytesPerSecond = bytesPerSecond
         self.host = host
         self.verifier = LoginVerifier(appID: appID, secret: secret)
@@ -146,6 +152,7 @@ public final class SwarmTracker: Sendable {
         // queued when the connection ends are not prepared.
         let (prepares, queue) = AsyncStream.makeStream(of: SwarmMessage.self, bufferingPolicy: .bufferingOldest(Self.maxQueuedPrepares))
         let backlog = Backlog()
+        var refusedSums = false
         Task.detached(priority: .utility) {
             for await m in prepares {
                 defer { backlog.objects.withLock { $0 -= Self.objectsTaken(m) } }
@@ -212,8 +219,25 @@ public final class SwarmTracker: Sendable {
                 continue
             }
             if message.type == "sums" {
+                let room = backlog.sums.withLock { waiting in
+                    guard waiting < maxWaitingSums else { return false }
+                    waiting += 1
+                    return true
+                }
+                guard room else {
+                    if !refusedSums {
+                        refusedSums = true
+                        logger.warning("checksum requests past the bound answered unavailable", metadata: ["peer": "\(peer)", "waiting": "\(maxWaitingSums)"])
+                    }
+                    var busy = SwarmMessage(type: "sums")
+                    busy.rid = message.rid
+                    busy.object = message.ref?.key.id
+                    busy.answer = ChecksumAnswer(state: .unavailable, reason: "too many checksum requests waiting")
+                    do { try await send(busy.json) } catch { return "closed" }
+                    continue
+                }
                 // The registry may have to wait for the origin: answered when it knows.
-                answerChecksums(message, from: peer, send: send)
+                answerChecksums(message, from: peer, send: send) { backlog.sums.withLock { $0 -= 1 } }
                 continue
             }
             if let answer = handle(message, from: peer) {
@@ -330,9 +354,11 @@ public final class SwarmTracker: Sendable {
     /// The objects of a `prepare` that the tracker takes.
     static func objectsTaken(_ m: SwarmMessage) -> Int { min(m.refs?.count ?? 0, SwarmMessage.maxPrepareRefs) }
 
-    /// The objects of one connection's `prepare`s waiting to be queued.
+    /// The objects of one connection's `prepare`s waiting to be queued, and its `sums`
+    /// waiting for their answers.
     final class Backlog: Sendable {
         let objects = Mutex(0)
+        let sums = Mutex(0)
     }
 
     /// Queues the objects of a `prepare` for preparation, then watches the first of them for
@@ -466,9 +492,12 @@ public final class SwarmTracker: Sendable {
     /// The longest `readyWithin` a `sums` may ask for, in milliseconds (a node's longest peer deadline).
     static let maxReadyWithin = 60_000
 
-    private func answerChecksums(_ m: SwarmMessage, from peer: String, send: @escaping @Sendable (String) async throws -> Void) {
+    private func answerChecksums(
+        _ m: SwarmMessage, from peer: String, send: @escaping @Sendable (String) async throws -> Void, answered: @escaping @Sendable () -> Void
+    ) {
         state.withLock { s in s.sessions[peer]?.lastSeen = .now }
         Task {
+            defer { answered() }
             var answer = SwarmMessage(type: "sums")
             answer.rid = m.rid
             answer.object = m.ref?.key.id
