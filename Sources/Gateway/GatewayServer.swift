@@ -70,7 +70,8 @@ public struct GatewayServer: Sendable {
         } else {
             let host = LocalRegistryHost(node: node, seedPeerID: peerID.current, wait: c.originIdleTimeout, publicURL: { responder.currentPublicURL })
             let tracker = SwarmTracker(
-                appID: credentials.appID, secret: credentials.secret, messagesPerSecond: c.nodeMessageRate, host: host, logger: logger)
+                appID: credentials.appID, secret: credentials.secret, messagesPerSecond: c.nodeMessageRate, host: host,
+                nonceLog: node.loginNonces, logger: logger)
             // Weak: the tracker holds the node (its host), which holds these.
             node.prepareQueue.onFinished { [weak tracker] ref in tracker?.preparationEnded(ref) }
             node.onCopyDropped { [weak tracker] key, checksums in tracker?.copyDropped(key.id, copy: checksums.fingerprint) }

@@ -100,6 +100,26 @@ final class SwarmSignallingTests {
         #expect(try await peers(port).isEmpty)
     }
 
+    /// A login played back after the tracker restarted, within the replay window, is refused:
+    /// the tracker keeps the nonces it accepted in its database. Before, a restart forgot them,
+    /// and a login captured just before it (over plain `ws://`) took the node's peer id after
+    /// it, from the attacker's URL; the real node was then refused as "in use".
+    @Test func aLoginPlayedBackAfterATrackerRestartIsRefused() async throws {
+        let dir = Live.cacheFolder()
+        let port = try GatewayServer.freeLoopbackPort()
+        var (t, _) = try await tracker(port: port, dir: dir)
+        let url = "ws://127.0.0.1:\(port)/swarm/v1/ws"
+        let captured = LoginProof.sign(appID: "swarmgate", peerID: "node-1", secret: Self.secret)
+        #expect(try await WSExchange.run(url, send: [.login(captured, url: "http://10.1.1.1:8080")], replies: 1).first?.type == "welcome")
+        t.stop(signal: SIGKILL)
+        (t, _) = try await tracker(port: port, dir: dir)
+        defer { t.stop() }
+        let replay = try await WSExchange.run(url, send: [.login(captured, url: "http://10.6.6.6:8080")], replies: 1)
+        #expect(replay.first?.type == "refused" && replay.first?.reason == "nonce already used")
+        let fresh = LoginProof.sign(appID: "swarmgate", peerID: "node-1", secret: Self.secret)
+        #expect(try await WSExchange.run(url, send: [.login(fresh, url: "http://10.1.1.1:8080")], replies: 1).first?.type == "welcome")
+    }
+
     @Test func aNodeLogsInKeepsServingWithoutTheTrackerAndComesBack() async throws {
         let trackerPort = try GatewayServer.freeLoopbackPort()
         let (origin, originPort) = try await Live.objectOrigin()

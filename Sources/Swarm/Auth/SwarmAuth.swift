@@ -55,18 +55,35 @@ public enum LoginRefusal: String, Error, Sendable {
     case badURL = "the peer URL must be http(s)://HOST[:PORT][/PATH], with no user, query or fragment"
 }
 
+/// Where a tracker keeps the login nonces it accepted, so that a restart does not forget
+/// them: a login captured just before a restart could otherwise be played back after it,
+/// within the replay window, and take the node's peer id (the node would then be refused as
+/// "in use").
+public protocol NonceLog: Sendable {
+    /// The nonces accepted at or after `since`, with when.
+    func nonces(since: Date) throws -> [(nonce: String, at: Date)]
+    /// Keeps `nonce`, accepted at `at`, and forgets those accepted before `forgetBefore`.
+    func record(_ nonce: String, at: Date, forgetBefore: Date) throws
+}
+
 /// Accepts logins: right app, right signature, a timestamp within `window` of now, and a nonce
-/// not seen within the window (a captured login cannot be played back).
+/// not seen within the window (a captured login cannot be played back), across restarts too
+/// when nonces are kept in a `NonceLog`.
 public final class LoginVerifier: Sendable {
     public let appID: String
     private let secret: String
     public let window: TimeInterval
     private let seen = Mutex<[String: Date]>([:])
+    private let log: (any NonceLog)?
 
-    public init(appID: String, secret: String, window: TimeInterval = 60) {
+    public init(appID: String, secret: String, window: TimeInterval = 60, log: (any NonceLog)? = nil, now: Date = Date()) {
         self.appID = appID
         self.secret = secret
         self.window = window
+        self.log = log
+        // A log that cannot be read leaves the memory empty, as without one.
+        let kept = (try? log?.nonces(since: now.addingTimeInterval(-2 * window))) ?? []
+        seen.withLock { seen in for (nonce, at) in kept { seen[nonce] = at } }
     }
 
     public func verify(_ proof: LoginProof, now: Date = Date()) throws(LoginRefusal) {
@@ -81,6 +98,8 @@ public final class LoginVerifier: Sendable {
             return true
         }
         guard fresh else { throw .replayed }
+        // Not written: the login still passes (this process remembers the nonce).
+        try? log?.record(proof.nonce, at: now, forgetBefore: now.addingTimeInterval(-2 * window))
     }
 }
 

@@ -4,7 +4,7 @@ import PieceStore
 
 /// The registry and its prepare jobs in one SQLite file (WAL), so that a restarted node or
 /// tracker keeps its checksums and resumes its jobs.
-public final class SQLiteRegistryStorage: RegistryStorage {
+public final class SQLiteRegistryStorage: RegistryStorage, NonceLog {
     private let database: DatabasePool
 
     public init(path: String) throws(RegistryError) {
@@ -28,6 +28,7 @@ public final class SQLiteRegistryStorage: RegistryStorage {
                         validator TEXT, digests BLOB NOT NULL, error TEXT);
                     CREATE TABLE IF NOT EXISTS read_ahead_playlists (
                         name TEXT PRIMARY KEY, refs BLOB NOT NULL, planned REAL NOT NULL);
+                    CREATE TABLE IF NOT EXISTS login_nonces (nonce TEXT PRIMARY KEY, seen REAL NOT NULL);
                     """)
                 // Registries from before the source URL was kept gain its column (empty).
                 let columns = try Row.fetchAll(db, sql: "PRAGMA table_info(registry_objects)").map { $0["name"] as String }
@@ -191,6 +192,21 @@ public final class SQLiteRegistryStorage: RegistryStorage {
             }
         } catch {
             throw RegistryError("cannot write the read-ahead playlists: \(error)")
+        }
+    }
+
+    public func nonces(since: Date) throws -> [(nonce: String, at: Date)] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: "SELECT nonce, seen FROM login_nonces WHERE seen >= ?", arguments: [since.timeIntervalSince1970]).map {
+                (nonce: $0["nonce"], at: Date(timeIntervalSince1970: $0["seen"]))
+            }
+        }
+    }
+
+    public func record(_ nonce: String, at: Date, forgetBefore: Date) throws {
+        try database.write { db in
+            try db.execute(sql: "INSERT OR REPLACE INTO login_nonces (nonce, seen) VALUES (?, ?)", arguments: [nonce, at.timeIntervalSince1970])
+            try db.execute(sql: "DELETE FROM login_nonces WHERE seen < ?", arguments: [forgetBefore.timeIntervalSince1970])
         }
     }
 

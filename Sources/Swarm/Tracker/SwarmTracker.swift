@@ -85,13 +85,13 @@ public final class SwarmTracker: Sendable {
     public init(
         appID: String, secret: String, heartbeat: Duration = .seconds(10), peersPerWant: Int = 5, banAfter: Int = 3,
         messagesPerSecond: Double = 500, bytesPerSecond: Double = 8_388_608, maxObjectsPerSession: Int = 1_000_000,
-        maxWaitingSums: Int = 1024, host: (any TrackerHost)? = nil, logger: Logger
+        maxWaitingSums: Int = 1024, host: (any TrackerHost)? = nil, nonceLog: (any NonceLog)? = nil, logger: Logger
     ) {
         self.maxObjectsPerSession = maxObjectsPerSession
         self.maxWaitingSums = maxWaitingSums
         self.bytesPerSecond = bytesPerSecond
         self.host = host
-        self.verifier = LoginVerifier(appID: appID, secret: secret)
+        self.verifier = LoginVerifier(appID: appID, secret: secret, log: nonceLog)
         self.secret = secret
         self.heartbeat = heartbeat
         self.peersPerWant = peersPerWant
