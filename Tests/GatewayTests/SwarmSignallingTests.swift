@@ -111,6 +111,12 @@ final class SwarmSignallingTests {
         let url = "ws://127.0.0.1:\(port)/swarm/v1/ws"
         let captured = LoginProof.sign(appID: "swarmgate", peerID: "node-1", secret: Self.secret)
         #expect(try await WSExchange.run(url, send: [.login(captured, url: "http://10.1.1.1:8080")], replies: 1).first?.type == "welcome")
+        // The nonce is written just after the welcome, off the login's thread.
+        let file = try SQLiteRegistryStorage(path: dir + "/registry.sqlite")
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try !file.nonces(since: .distantPast).contains(where: { $0.nonce == captured.nonce }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         t.stop(signal: SIGKILL)
         (t, _) = try await tracker(port: port, dir: dir)
         defer { t.stop() }

@@ -75,6 +75,10 @@ public final class LoginVerifier: Sendable {
     public let window: TimeInterval
     private let seen = Mutex<[String: Date]>([:])
     private let log: (any NonceLog)?
+    /// Where accepted nonces are written, one after another: off the caller's thread (a
+    /// login runs on one of Swift's few cooperative threads, and the write may wait behind
+    /// the registry's), so a restarted tracker that every node logs in to again is not held.
+    private let writes = DispatchQueue(label: "swarmgate.login-nonces", qos: .utility)
 
     public init(appID: String, secret: String, window: TimeInterval = 60, log: (any NonceLog)? = nil, now: Date = Date()) {
         self.appID = appID
@@ -99,7 +103,10 @@ public final class LoginVerifier: Sendable {
         }
         guard fresh else { throw .replayed }
         // Not written: the login still passes (this process remembers the nonce).
-        try? log?.record(proof.nonce, at: now, forgetBefore: now.addingTimeInterval(-2 * window))
+        if let log {
+            let (nonce, forget) = (proof.nonce, now.addingTimeInterval(-2 * window))
+            writes.async { try? log.record(nonce, at: now, forgetBefore: forget) }
+        }
     }
 }
 
