@@ -200,6 +200,49 @@ final class SwarmSignallingTests {
         #expect(link.isConnected && link.logins == 1, "one login, kept")
     }
 
+    /// An object let go while a node's login announcement goes out is withdrawn after it: its
+    /// `lost` could reach the tracker before the message that named it, which put it back, so
+    /// the tracker handed out a holder that no longer had it. (Here the store's list changes
+    /// between the node's two looks at it, as an eviction would.)
+    @Test func anObjectLetGoWhileTheLoginAnnouncementGoesOutIsWithdrawn() async throws {
+        let (t, port) = try await tracker()
+        defer { t.stop() }
+        let (kept, evicted) = (ObjectKey(xresid: "s", host: "cdn.example.com", path: "/kept.ts").id, ObjectKey(xresid: "s", host: "cdn.example.com", path: "/evicted.ts").id)
+        let looks = Mutex(0)
+        let cache = Live.cacheFolder()
+        try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
+        let url = "ws://127.0.0.1:\(port)/swarm/v1/ws"
+        let link = TrackerLink(
+            configuration: .init(url: url, appID: "swarmgate", secret: Self.secret, peerID: try PeerID(cacheDirectory: cache), publicURL: { "http://127.0.0.1:9" }),
+            held: {
+                looks.withLock { n in
+                    defer { n += 1 }
+                    return n == 0 ? [kept, evicted] : [kept]
+                }
+            }, logger: Logger(label: "test"))
+        let running = Task { try await link.run() }
+        defer { running.cancel() }
+        func holders(_ object: String) async throws -> [String] {
+            var want = SwarmMessage(type: "want")
+            want.object = object
+            want.rid = 1
+            let asker = LoginProof.sign(appID: "swarmgate", peerID: "asker", secret: Self.secret)
+            return try await WSExchange.run(url, send: [.login(asker, url: "http://x"), want], replies: 2).last?.peers?.map(\.peerId) ?? []
+        }
+        let me = link.configuration.peerID.current
+        var found: [String] = []
+        for _ in 0..<100 where found.isEmpty {
+            found = try await holders(kept)
+            if found.isEmpty { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(found == [me])
+        // The `lost` follows the login's `have`: asked until the tracker has taken it.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try await holders(evicted) == [me], ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(try await holders(evicted).isEmpty, "the object let go is not handed out")
+        #expect(looks.withLock { $0 } >= 2)
+    }
+
     /// A tracker that answers nothing while its connection stays open (SIGSTOP: a hung host,
     /// a network black hole) is away for the node within seconds: a live playlist's new
     /// segment is sent to the origin at once, where every request waited 12 s for the tracker

@@ -153,7 +153,15 @@ public final class TrackerLink: Service, Sendable {
                     try await send(m.json)
                 }
                 let objects = self.held()
-                if !objects.isEmpty { try await self.send(type: "have", objects: objects, whole: true) }
+                if !objects.isEmpty {
+                    try await self.send(type: "have", objects: objects, whole: true)
+                    // An object let go while the list went out (a large one goes in several
+                    // messages) had its `lost` sent before the message that named it, which the
+                    // tracker took after it: it is said again now.
+                    let still = Set(self.held())
+                    let gone = objects.filter { !still.contains($0) }
+                    if !gone.isEmpty { try await self.send(type: "lost", objects: gone) }
+                }
                 let beat = Duration.seconds(max(1, welcome.heartbeat ?? 10))
                 let pinger = Task {
                     while !Task.isCancelled {
