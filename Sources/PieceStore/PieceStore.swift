@@ -271,7 +271,7 @@ public final class PieceStore: Sendable {
             return kept
         } catch where error.code == .full {
             // Files the trash was still unlinking give their blocks back first.
-            if trash.emptyNow([]) > 0, let kept = try? write(key, layout: layout, piece: index, bytes: bytes) {
+            if trash.waitForUnlinks() > 0, let kept = try? write(key, layout: layout, piece: index, bytes: bytes) {
                 noteDiskFull(false, evicted: 0)
                 return kept
             }
@@ -468,7 +468,7 @@ public final class PieceStore: Sendable {
     /// the disk is said to be short.
     private func shortOnDisk(_ need: Int64) -> Int64 {
         guard let disk = diskSpace(), disk.free - need < disk.reserve else { return 0 }
-        trash.emptyNow([])
+        trash.waitForUnlinks()
         guard let again = diskSpace() else { return 0 }
         return max(0, again.reserve - (again.free - need))
     }
@@ -523,13 +523,10 @@ public final class PieceStore: Sendable {
     /// reserve nothing (every piece dropped) go too.
     private func evictLeastRecentlyUsed(_ s: inout State, freeing amount: Int64, sparing: String?) -> LetGo {
         var gone = LetGo()
-        var freed: Int64 = 0
         var next = s.recency.oldest
-        while freed < amount, let id = next {
+        while gone.bytes < amount, let id = next {
             next = s.recency.newer(than: id)
-            guard id != sparing, let info = s.objects[id] else { continue }
-            freed += info.storedBytes
-            letGo(&s, id, into: &gone)
+            if id != sparing { letGo(&s, id, into: &gone) }
         }
         return gone
     }

@@ -59,4 +59,8 @@ final class Trash: Sendable {
         queue.sync { for file in files { unlink(file) } }
         return waited
     }
+
+    /// Waits for the files queued so far to be unlinked; returns how many were still queued.
+    @discardableResult
+    func waitForUnlinks() -> Int { emptyNow([]) }
 }

@@ -151,11 +151,11 @@ public final class SwarmTracker: Sendable {
         // `maxQueuedPrepares` messages or `maxQueuedPrepareObjects` objects). Those still
         // queued when the connection ends are not prepared.
         let (prepares, queue) = AsyncStream.makeStream(of: SwarmMessage.self, bufferingPolicy: .bufferingOldest(Self.maxQueuedPrepares))
-        let backlog = Backlog()
+        let backlog = Backlog(objects: Self.maxQueuedPrepareObjects, sums: maxWaitingSums)
         var refusedSums = false
         Task.detached(priority: .utility) {
             for await m in prepares {
-                defer { backlog.objects.withLock { $0 -= Self.objectsTaken(m) } }
+                defer { backlog.objects.give(Self.objectsTaken(m)) }
                 guard self.state.withLock({ $0.sessions[peer]?.connection == connection }) else { continue }
                 await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                     self.registryWrites.async {
@@ -193,16 +193,11 @@ public final class SwarmTracker: Sendable {
             guard let message = SwarmMessage(json: text) else { continue }
             if message.type == "prepare" {
                 let objects = Self.objectsTaken(message)
-                let room = backlog.objects.withLock { queued in
-                    guard queued + objects <= Self.maxQueuedPrepareObjects else { return false }
-                    queued += objects
-                    return true
-                }
                 var dropped: String?
-                if !room {
+                if !backlog.objects.take(objects) {
                     dropped = "too many objects queued"
                 } else if case .dropped = queue.yield(message) {
-                    backlog.objects.withLock { $0 -= objects }
+                    backlog.objects.give(objects)
                     dropped = "too many prepares queued"
                 }
                 if let dropped {
@@ -219,12 +214,7 @@ public final class SwarmTracker: Sendable {
                 continue
             }
             if message.type == "sums" {
-                let room = backlog.sums.withLock { waiting in
-                    guard waiting < maxWaitingSums else { return false }
-                    waiting += 1
-                    return true
-                }
-                guard room else {
+                guard backlog.sums.take(1) else {
                     if !refusedSums {
                         refusedSums = true
                         logger.warning("checksum requests past the bound answered unavailable", metadata: ["peer": "\(peer)", "waiting": "\(maxWaitingSums)"])
@@ -237,7 +227,7 @@ public final class SwarmTracker: Sendable {
                     continue
                 }
                 // The registry may have to wait for the origin: answered when it knows.
-                answerChecksums(message, from: peer, send: send) { backlog.sums.withLock { $0 -= 1 } }
+                answerChecksums(message, from: peer, send: send) { backlog.sums.give(1) }
                 continue
             }
             if let answer = handle(message, from: peer) {
@@ -357,8 +347,32 @@ public final class SwarmTracker: Sendable {
     /// The objects of one connection's `prepare`s waiting to be queued, and its `sums`
     /// waiting for their answers.
     final class Backlog: Sendable {
-        let objects = Mutex(0)
-        let sums = Mutex(0)
+        let objects: BoundedCount
+        let sums: BoundedCount
+
+        init(objects: Int, sums: Int) {
+            self.objects = BoundedCount(objects)
+            self.sums = BoundedCount(sums)
+        }
+    }
+
+    /// A count kept within a bound.
+    final class BoundedCount: Sendable {
+        let bound: Int
+        private let count = Mutex(0)
+
+        init(_ bound: Int) { self.bound = bound }
+
+        /// Adds `n` if the count stays within the bound; whether it did.
+        func take(_ n: Int) -> Bool {
+            count.withLock { c in
+                guard c + n <= bound else { return false }
+                c += n
+                return true
+            }
+        }
+
+        func give(_ n: Int) { count.withLock { $0 -= n } }
     }
 
     /// Queues the objects of a `prepare` for preparation, then watches the first of them for
