@@ -261,7 +261,11 @@ extension GatewayResponder {
     /// store (SHA-256-checked) and kept in memory. Never goes to the origin.
     func heldPiece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums) -> ByteBuffer? {
         let digest = checksums.digests[index]
-        if let hot = hotPieces.get(key, index, digest: digest) { return hot }
+        if let hot = hotPieces.get(key, index, digest: digest) {
+            // A use of the stored copy too: the object played most is not the first evicted.
+            node.store.touch(key)
+            return hot
+        }
         let size = checksums.layout.size(of: index)
         var buffer = ByteBufferAllocator().buffer(capacity: size)
         var held = false

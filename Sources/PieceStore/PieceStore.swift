@@ -30,6 +30,8 @@ public final class PieceStore: Sendable {
         /// eviction, a removal or a layout change) has a new one, so that a write begun on the
         /// old copy neither marks nor releases anything of the new.
         var generation: UInt64 = 0
+        /// The tick of its last use: the order its row is written in.
+        var lastUse: UInt64 = 0
     }
 
     struct State {
@@ -38,8 +40,18 @@ public final class PieceStore: Sendable {
         /// is read or written).
         var recency = RecencyList<String>()
         var usedBytes: Int64 = 0
-        /// Counts up: each new copy of an object takes the next value as its generation.
+        /// Counts up: each new copy of an object takes the next value as its generation, and
+        /// each use of one as its `lastUse`.
         var tick: UInt64 = 0
+
+        /// Makes held object `id` the most recently used. Returns whether that changed the
+        /// order (it was not the most recent already), so that its row is written again.
+        mutating func use(_ id: String) -> Bool {
+            guard recency.use(id) else { return false }
+            tick += 1
+            objects[id]?.lastUse = tick
+            return true
+        }
     }
 
     public let directory: String
@@ -70,11 +82,21 @@ public final class PieceStore: Sendable {
 
     /// How long a changed bitmap waits before its row is written with the others changed meanwhile.
     public static let indexDelay: Duration = .milliseconds(20)
+    /// How long an object's last use (a read, which changes nothing else of its row) may wait
+    /// for its row's write: the order of use matters only to evictions after a restart, and a
+    /// busy node reads thousands of objects a second. A bitmap's change writes it earlier.
+    public static let useDelay: Duration = .seconds(10)
 
     /// Objects whose index rows are behind their state in memory.
     struct UnwrittenRows {
         var ids: Set<String> = []
-        var writeScheduled = false
+        /// The write behind that runs first: when it is due, and its number (nil: none is
+        /// scheduled).
+        var scheduled: (due: ContinuousClock.Instant, number: UInt64)?
+        var schedules: UInt64 = 0
+        /// The `last_use` of the row written last: each row written takes a later one, in the
+        /// order of use, so that a reopened store evicts in the order this one would.
+        var lastStamp: Double = 0
     }
 
     /// What the store now holds differently: an object's first piece kept, or objects gone
@@ -156,7 +178,7 @@ public final class PieceStore: Sendable {
             info.storedBytes = Self.bytes(of: bitmap, layout)
             s.usedBytes += info.storedBytes
             s.objects[id] = info
-            s.recency.use(id)
+            _ = s.use(id)
         }
         // Data files the index does not know (a crash between creating one and its row).
         let root = directory + "/objects"
@@ -166,6 +188,7 @@ public final class PieceStore: Sendable {
             }
         }
         state.withLock { $0 = s }
+        if let last = rows.last { unwritten.withLock { $0.lastStamp = last["last_use"] } }
         if !stale.isEmpty { deleteRows(stale) }
         let over = state.withLock { s in evict(&s, toFit: 0, sparing: nil) ?? LetGo() }
         finishEviction(over)
@@ -200,12 +223,12 @@ public final class PieceStore: Sendable {
     /// not verify (then it is dropped, so that it is fetched again).
     public func readPiece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, into buffer: UnsafeMutableRawBufferPointer) -> Int? {
         let id = key.id
-        let held = state.withLock { s -> UInt64? in
+        let held = state.withLock { s -> (generation: UInt64, moved: Bool)? in
             guard let info = s.objects[id], info.layout == checksums.layout, info.bitmap[index] else { return nil }
-            s.recency.use(id)
-            return info.generation
+            return (info.generation, s.use(id))
         }
-        guard let generation = held else { return nil }
+        guard let (generation, moved) = held else { return nil }
+        if moved { writeRowLater(id, within: Self.useDelay) }
         let size = checksums.layout.size(of: index)
         precondition(buffer.count >= size)
         let fd = open(dataPath(id), O_RDONLY | O_CLOEXEC)
@@ -228,6 +251,16 @@ public final class PieceStore: Sendable {
             return nil
         }
         return size
+    }
+
+    /// Marks `key` used, as a read of one of its pieces does: the memory cache calls it for
+    /// each piece it hands out, so that an object played from memory is not the store's least
+    /// recently used, evicted from disk (and withdrawn from the swarm) while it is the most
+    /// played.
+    public func touch(_ key: ObjectKey) {
+        let id = key.id
+        let moved = state.withLock { s in s.objects[id] != nil && s.use(id) }
+        if moved { writeRowLater(id, within: Self.useDelay) }
     }
 
     /// A stored piece of copy `generation` that cannot be served: dropped (so that it is
@@ -300,7 +333,7 @@ public final class PieceStore: Sendable {
                 key: key, layout: layout, bitmap: PieceBitmap(count: layout.count), storedBytes: 0, generation: s.tick)
             info.storedBytes += need
             s.objects[id] = info
-            s.recency.use(id)
+            _ = s.use(id)
             s.usedBytes += need
             return .opened(fd: fd, generation: info.generation)
         }
@@ -570,36 +603,39 @@ public final class PieceStore: Sendable {
         }
     }
 
-    /// Has the row of `id` written within `indexDelay`, with every other row changed meanwhile.
+    /// Has the row of `id` written within `delay`, with every other row changed meanwhile.
     /// A write that fails (a full disk) is tried again every `indexRetryDelay` until one passes.
-    private func writeRowLater(_ id: String) {
-        let schedule = unwritten.withLock { u -> Bool in
-            u.ids.insert(id)
-            defer { u.writeScheduled = true }
-            return !u.writeScheduled
-        }
-        guard schedule else { return }
-        writeBehind(after: Self.indexDelay)
+    private func writeRowLater(_ id: String, within delay: Duration = PieceStore.indexDelay) {
+        _ = unwritten.withLock { $0.ids.insert(id) }
+        scheduleWrite(after: delay)
     }
 
-    /// Writes the rows behind after `delay`, on `indexWrites`; a write that fails is tried
-    /// again after `indexRetryDelay` unless a change scheduled one since.
-    private func writeBehind(after delay: Duration) {
+    /// Has the rows behind written after `delay` at the latest: schedules a write behind,
+    /// unless one is due by then.
+    private func scheduleWrite(after delay: Duration) {
+        let due = ContinuousClock.now + delay
+        let number = unwritten.withLock { u -> UInt64? in
+            if let scheduled = u.scheduled, scheduled.due <= due { return nil }
+            u.schedules += 1
+            u.scheduled = (due, u.schedules)
+            return u.schedules
+        }
+        guard let number else { return }
         indexWrites.asyncAfter(deadline: .now() + delay.dispatchInterval) { [self] in
-            unwritten.withLock { $0.writeScheduled = false }
+            // Another write behind, scheduled later and due earlier, may have run before this
+            // one (and this one then writes what changed since): only the one that runs first
+            // lets the next change schedule.
+            unwritten.withLock { u in
+                if u.scheduled?.number == number { u.scheduled = nil }
+            }
             do throws(PieceStoreError) {
                 try flush()
                 indexFailures.succeeded()
-                return
             } catch {
+                // Failed rows are back in `ids`.
                 indexFailures.failed(["error": "\(error)"])
+                scheduleWrite(after: Self.indexRetryDelay)
             }
-            // Failed rows are back in `ids`.
-            let retry = unwritten.withLock { u in
-                defer { u.writeScheduled = true }
-                return !u.writeScheduled
-            }
-            if retry { writeBehind(after: Self.indexRetryDelay) }
         }
     }
 
@@ -630,14 +666,18 @@ public final class PieceStore: Sendable {
         }
     }
 
-    /// Writes the current rows of `ids` (deletes those no longer held) in `db`'s transaction.
+    /// Writes the current rows of `ids` (deletes those no longer held) in `db`'s transaction,
+    /// in their order of use, each with a `last_use` later than every row written before.
     private func putRows(_ ids: Set<String>, in db: Database) throws {
-        let now = Date().timeIntervalSince1970
-        for id in ids {
-            guard let info = state.withLock({ $0.objects[id] }) else {
+        let rows = state.withLock { s in ids.map { ($0, s.objects[$0]) } }
+        var stamp = unwritten.withLock { $0.lastStamp }
+        for (id, info) in rows.sorted(by: { ($0.1?.lastUse ?? 0) < ($1.1?.lastUse ?? 0) }) {
+            guard let info else {
                 try db.cachedStatement(sql: "DELETE FROM pieces_objects WHERE id = ?").execute(arguments: [id])
                 continue
             }
+            // A microsecond apart at least: rows written together keep their order.
+            stamp = max(Date().timeIntervalSince1970, stamp + 1e-6)
             try db.cachedStatement(
                 sql: """
                     INSERT INTO pieces_objects (id, xresid, host, path, length, piece_size, bitmap, last_use)
@@ -647,9 +687,10 @@ public final class PieceStore: Sendable {
                     """
             ).execute(arguments: [
                 id, info.key.xresid, info.key.host, info.key.path, info.layout.length, info.layout.pieceSize,
-                Data(info.bitmap.bits), now,
+                Data(info.bitmap.bits), stamp,
             ])
         }
+        unwritten.withLock { $0.lastStamp = stamp }
     }
 
     /// Opens the data file of `id` for writing, creating it (and its folder, the first time).

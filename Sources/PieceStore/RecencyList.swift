@@ -24,13 +24,15 @@ public struct RecencyList<ID: Hashable & Sendable>: Sendable {
     /// The least recently used.
     public var oldest: ID? { oldestSlot == Self.none ? nil : keys[oldestSlot] }
 
-    /// Makes `id` the most recently used, adding it if it is new.
-    public mutating func use(_ id: ID) {
+    /// Makes `id` the most recently used, adding it if it is new. Returns whether the order
+    /// changed: false when `id` already was the most recent.
+    @discardableResult
+    public mutating func use(_ id: ID) -> Bool {
         if let slot = slots[id] {
-            guard slot != newestSlot else { return }
+            guard slot != newestSlot else { return false }
             unlink(slot)
             append(slot)
-            return
+            return true
         }
         let slot: Int
         if let reused = free.popLast() {
@@ -44,6 +46,7 @@ public struct RecencyList<ID: Hashable & Sendable>: Sendable {
         }
         slots[id] = slot
         append(slot)
+        return true
     }
 
     public mutating func remove(_ id: ID) {

@@ -473,6 +473,34 @@ final class PieceCacheTests {
         #expect(try Live.diskBytes(cache) <= 1 << 20)
     }
 
+    /// An object played from memory stays on disk: each memory hit is a use of its stored
+    /// copy. Before, the store saw no read of it, so the object played most became the store's
+    /// least recently used, and was the first evicted from disk (and withdrawn from the swarm);
+    /// after a restart it came from the origin again.
+    @Test func anObjectPlayedFromMemoryIsNotTheFirstEvictedFromDisk() async throws {
+        let cache = Live.cacheFolder()
+        let name = "hot-\(UUID().uuidString.prefix(8))"
+        let hot = "/obj/\(name).ts?size=262144"
+        let want = try await direct(hot)
+        var (g, port) = try await gateway(cache: cache, ["--cache-size", "1MiB"])
+        let first = try await Live.whenReady(proxied(port, hot))
+        #expect(first.status == 200 && first.body == want)
+        // Four such objects fill the bound: from the fourth on, each evicts one.
+        for i in 0..<6 {
+            let cold = try await Live.whenReady(proxied(port, "/obj/\(name)-cold\(i).ts?size=262144"))
+            #expect(cold.status == 200)
+            let again = try await HTTP.get(proxied(port, hot))
+            #expect(again.status == 200 && again.body == want)
+        }
+        let asked = try await originStats("\(name).ts")["requests"] as? Int
+        g.stop(signal: SIGTERM)
+        (g, port) = try await gateway(cache: cache, ["--cache-size", "1MiB", "--memory-cache-size", "0"])
+        defer { g.stop() }
+        let after = try await HTTP.get(proxied(port, hot))
+        #expect(after.status == 200 && after.body == want)
+        #expect(try await originStats("\(name).ts")["requests"] as? Int == asked, "read from disk, not asked of the origin again")
+    }
+
     /// With --await-preparation, a first request waits for the preparation it starts when its
     /// progress says it ends within the peer deadline: the player gets the prepared copy and
     /// the origin sends the object once. One that would not end in time is sent to the origin

@@ -315,6 +315,33 @@ struct PieceStoreTests {
         (0..<layout.count).filter { info.bitmap[$0] }.reduce(0) { $0 + Int64((layout.size(of: $1) + 4095) & ~4095) }
     }
 
+    /// A reopened store evicts in the order of use the closed one would have: reads and the
+    /// memory cache's touches are uses, and rows written together keep their order. Before, a
+    /// row's last use was the time it was last written, so after a restart the object read
+    /// most was evicted first if it was stored first.
+    @Test func theOrderOfUseSurvivesAReopen() throws {
+        let (bytes, c) = object(length: 16384, pieceSize: 16384)
+        let keys = (0..<5).map { ObjectKey(xresid: "s", host: "h", path: "/\($0)") }
+        do {
+            let store = try PieceStore(directory: folder, capacity: 3 * 16384, logger: logger)
+            for k in keys.prefix(3) {
+                try store.store(k, layout: c.layout, piece: 0, bytes: bytes)
+                try store.flush()
+            }
+            _ = read(store, keys[0], 0, c)
+            store.touch(keys[1])  // 2, 0, 1 from the least recently used; 0 and 1 written together
+            store.touch(ObjectKey(xresid: "s", host: "h", path: "/not-held"))
+            try store.flush()
+        }
+        let reopened = try PieceStore(directory: folder, capacity: 3 * 16384, logger: logger)
+        try reopened.store(keys[3], layout: c.layout, piece: 0, bytes: bytes)
+        #expect(!reopened.has(keys[2], piece: 0), "the least recently used went")
+        #expect(reopened.has(keys[0], piece: 0) && reopened.has(keys[1], piece: 0))
+        try reopened.store(keys[4], layout: c.layout, piece: 0, bytes: bytes)
+        #expect(!reopened.has(keys[0], piece: 0), "then the one read before the touch")
+        #expect(reopened.has(keys[1], piece: 0) && reopened.info(ObjectKey(xresid: "s", host: "h", path: "/not-held")) == nil)
+    }
+
     @Test func theBoundIsKeptByEvictingTheLeastRecentlyUsed() throws {
         let store = try PieceStore(directory: folder, capacity: 3 * 16384, logger: logger)
         let (bytes, c) = object(length: 16384, pieceSize: 16384)
