@@ -89,6 +89,8 @@ def main():
             gateway_bench.run(sg, rows, row)
         if which in ("swarm", "all"):
             import swarm_bench
+            import tracker_memory
+            tracker_memory.run(sg, row)
             swarm_bench.run(sg, python, rows, row)
     print(f"machine: {os.cpu_count()} cores; {time.strftime('%Y-%m-%d')}")
     print("| benchmark | swarmgate | peer | ratio | target | met |")

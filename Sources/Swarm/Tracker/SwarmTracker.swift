@@ -13,7 +13,8 @@ public final class SwarmTracker: Sendable {
         var connection: UInt64
         var lastSeen: ContinuousClock.Instant
         var send: @Sendable (String) async throws -> Void
-        var objects: Set<String> = []
+        /// What the node announced it holds, as 32 bytes each.
+        var objects: Set<HeldID> = []
         /// Times handed out to others lately: wants spread load over holders.
         var handouts = 0
         /// Objects the node asked to prepare and is told about when they are ready.
@@ -51,7 +52,7 @@ public final class SwarmTracker: Sendable {
     public let bytesPerSecond: Double
     /// How long a session may send nothing before it is over: three heartbeats.
     var silentAfter: Duration { heartbeat * 3 }
-    /// Objects one session may announce as held, at most (a million ids are about 100 MB):
+    /// Objects one session may announce as held, at most (a million ids are about 50 MB):
     /// past it a node's further objects are not handed out, and the tracker's memory is not
     /// spent without end.
     public let maxObjectsPerSession: Int
@@ -304,7 +305,7 @@ public final class SwarmTracker: Sendable {
             let announced = state.withLock { s -> [String] in
                 guard let held = s.sessions[peer]?.objects.count else { return [] }
                 let taken = Array((m.objects ?? []).lazy.filter(ObjectKey.isID).prefix(max(0, maxObjectsPerSession - held)))
-                s.sessions[peer]?.objects.formUnion(taken)
+                s.sessions[peer]?.objects.formUnion(taken.lazy.compactMap(HeldID.init))
                 return taken
             }
             tellDropped(announced, to: peer)
@@ -314,7 +315,7 @@ public final class SwarmTracker: Sendable {
             if let host, m.whole != true { watch(host.reached(announced, remember: false), for: peer, host: host) }
             return nil
         case "lost":
-            state.withLock { s in s.sessions[peer]?.objects.subtract((m.objects ?? []).lazy.filter(ObjectKey.isID)) }
+            state.withLock { s in s.sessions[peer]?.objects.subtract((m.objects ?? []).lazy.compactMap(HeldID.init)) }
             return nil
         case "want":
             let object = m.object.flatMap { ObjectKey.isID($0) ? $0 : nil }
@@ -451,8 +452,9 @@ public final class SwarmTracker: Sendable {
             let earlier = s.droppedCopies[objectID].map { now - $0.at < Self.droppedCopyMemory ? $0.copies : [] } ?? []
             s.droppedCopies[objectID] = (Array((earlier.filter { $0 != copy } + [copy]).suffix(Self.droppedCopiesPerObject)), now)
             var found: [@Sendable (String) async throws -> Void] = []
-            for (peer, session) in s.sessions where session.objects.contains(objectID) {
-                s.sessions[peer]?.objects.remove(objectID)
+            guard let held = HeldID(objectID) else { return found }
+            for (peer, session) in s.sessions where session.objects.contains(held) {
+                s.sessions[peer]?.objects.remove(held)
                 found.append(session.send)
             }
             return found
@@ -539,9 +541,11 @@ public final class SwarmTracker: Sendable {
     func peers(holding object: String, for requester: String) -> [SwarmPeer] {
         let expiry = Int64(Date().timeIntervalSince1970) + 60
         let now = ContinuousClock.now
+        let held = HeldID(object)
         let chosen = state.withLock { s -> [(String, String)] in
+            guard let held else { return [] }
             let holders = s.sessions.filter { id, session in
-                id != requester && !s.banned.contains(id) && session.objects.contains(object)
+                id != requester && !s.banned.contains(id) && session.objects.contains(held)
                     && s.suspended[Self.suspensionKey(id, object)].map { now - $0.since >= Self.maxSuspension } ?? true
             }
                 .sorted { ($0.value.handouts, $0.key) < ($1.value.handouts, $1.key) }
@@ -620,7 +624,7 @@ public final class SwarmTracker: Sendable {
             let key = Self.suspensionKey(report.holder, report.object)
             s.suspended[key]?.audits -= 1
             if s.suspended[key]?.audits ?? 0 <= 0 { s.suspended[key] = nil }
-            if !holds { s.sessions[report.holder]?.objects.remove(report.object) }
+            if !holds, let held = HeldID(report.object) { s.sessions[report.holder]?.objects.remove(held) }
         }
     }
 
