@@ -233,6 +233,7 @@ public final class GatewayResponder: HTTPResponder {
 
     func metrics() -> Response {
         stats.observeStore(bytes: node.store.usedBytes, diskShortages: node.store.diskShortages)
+        if let load = tracker.withLock({ $0 })?.load { stats.observeTracker(sessions: load.sessions, announcedObjects: load.announcedObjects) }
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
             body: .init(byteBuffer: ByteBuffer(bytes: stats.prometheusText())))

@@ -79,6 +79,10 @@ final class SwarmSignallingTests {
         let expiry = Int64(peer.token.split(separator: ".")[0])!
         #expect(PieceToken(requester: "asker", holder: "holder", objectID: object, expiry: expiry).isValid(peer.token, secret: Self.secret))
         #expect(!PieceToken(requester: "someone", holder: "holder", objectID: object, expiry: expiry).isValid(peer.token, secret: Self.secret))
+        // The tracker's figures, while the holder stays: its session and its one object.
+        let metrics = try await HTTP.get("http://127.0.0.1:\(port)/metrics").text
+        #expect(metrics.contains("\nswarmgate_tracker_announced_objects 1"), "\(metrics)")
+        #expect(metrics.contains("\nswarmgate_tracker_sessions 1") || metrics.contains("\nswarmgate_tracker_sessions 2"), "the asker's may not have ended yet")
         #expect(try await staying.value.first?.type == "welcome")
     }
 
@@ -312,9 +316,11 @@ final class SwarmSignallingTests {
     @Test func aNodeWithoutTrackerEmbedsOneThatOthersLogInTo() async throws {
         let (a, aport) = try await Live.gateway(["--app-secret-file", secretFile])
         defer { a.stop() }
-        let (b, _) = try await Live.gateway(["--tracker", "ws://127.0.0.1:\(aport)/swarm/v1/ws", "--app-secret-file", secretFile])
+        let (b, bport) = try await Live.gateway(["--tracker", "ws://127.0.0.1:\(aport)/swarm/v1/ws", "--app-secret-file", secretFile])
         defer { b.stop() }
         _ = try await b.waitForStderr(#/(logged in) to the tracker/#)
+        #expect(try await HTTP.get("http://127.0.0.1:\(aport)/metrics").text.contains("\nswarmgate_tracker_sessions 1"), "the embedded tracker's")
+        #expect(try await !HTTP.get("http://127.0.0.1:\(bport)/metrics").text.contains("swarmgate_tracker_"), "b runs no tracker")
         // SIGTERM: the embedded tracker closes its sessions instead of waiting on them.
         kill(a.process.processIdentifier, SIGTERM)
         #expect(await a.waitForExit(timeout: .seconds(5)) == 0)

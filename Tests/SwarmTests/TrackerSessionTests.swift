@@ -125,6 +125,62 @@ struct TrackerSessionTests {
         asker.feed.finish()
     }
 
+    /// All sessions' announced objects together are bounded too (`maxAnnouncedObjects`): one
+    /// holder of the secret logging in under many peer ids cannot take the tracker's memory.
+    /// Room is made by `lost` and by a session's end, and the count follows every change.
+    @Test func theObjectsOfAllSessionsTogetherAreBounded() async throws {
+        let tracker = SwarmTracker(appID: "app", secret: Self.secret, maxAnnouncedObjects: 6, logger: Logger(label: "test"))
+        let (a, _) = try await open(tracker, peer: "a")
+        let (b, _) = try await open(tracker, peer: "b")
+        let (asker, _) = try await open(tracker, peer: "asker")
+        var asked = 1
+        func holders(_ name: String) async throws -> [String] {
+            var want = SwarmMessage(type: "want")
+            want.object = Self.id(name)
+            asked += 1
+            want.rid = asked
+            asker.feed.yield(want.json)
+            try await asker.waitFor(asked)
+            return asker.sent.withLock { $0.last?.peers?.map(\.peerId) ?? [] }
+        }
+        func announce(_ c: Connection, _ type: String, _ names: [String]) {
+            var m = SwarmMessage(type: type)
+            m.objects = names.map(Self.id)
+            c.feed.yield(m.json)
+        }
+        announce(a, "have", ["a0", "a1", "a2", "a3", "a0"])  // the repeat counts once
+        announce(b, "have", ["b0", "b1", "b2", "b3"])
+        // The tracker takes one connection's messages in order, not two connections': the
+        // wants wait for b's `have` through b's own ping.
+        b.feed.yield(SwarmMessage(type: "ping").json)
+        try await b.waitFor(2)
+        #expect(try await holders("a3") == ["a"])
+        #expect(try await holders("b1") == ["b"])
+        #expect(try await holders("b2") == [], "past the bound: not kept")
+        #expect(tracker.load.announcedObjects == 6)
+        announce(a, "lost", ["a0", "not-held"])
+        a.feed.yield(SwarmMessage(type: "ping").json)
+        try await a.waitFor(2)
+        #expect(tracker.load.announcedObjects == 5)
+        announce(b, "have", ["b2", "b3"])
+        b.feed.yield(SwarmMessage(type: "ping").json)
+        try await b.waitFor(3)
+        #expect(try await holders("b2") == ["b"])
+        #expect(try await holders("b3") == [], "room for one")
+        // A session's end gives its objects' room back.
+        a.feed.finish()
+        let deadline = ContinuousClock.now + .seconds(10)
+        while tracker.peerIDs.contains("a") && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(tracker.load == (sessions: 2, announcedObjects: 3))
+        announce(b, "have", ["b3"])
+        b.feed.yield(SwarmMessage(type: "ping").json)
+        try await b.waitFor(4)
+        #expect(try await holders("b3") == ["b"])
+        #expect(tracker.load.announcedObjects == 4)
+        b.feed.finish()
+        asker.feed.finish()
+    }
+
     /// A connection's bytes are budgeted as well as its messages: past a burst, each message
     /// waits until the budget has refilled for it, so megabyte messages come at the rate.
     @Test func aConnectionsBytesPastTheBurstWaitForTheRate() {

@@ -37,6 +37,21 @@ public final class SwarmTracker: Sendable {
         var droppedCopies: [String: (copies: [String], at: ContinuousClock.Instant)] = [:]
         var banned: Set<String> = []
         var nextConnection: UInt64 = 0
+        /// Objects announced, over every session: what `maxAnnouncedObjects` bounds.
+        var announced = 0
+
+        /// Sets the session of `peer` (nil: ends it), keeping `announced` the sum over sessions.
+        mutating func setSession(_ peer: String, _ session: Session?) {
+            announced += (session?.objects.count ?? 0) - (sessions[peer]?.objects.count ?? 0)
+            sessions[peer] = session
+        }
+
+        /// Changes, in place, what the session of `peer` holds, keeping `announced` the sum.
+        mutating func changeObjects(of peer: String, _ change: (inout Set<HeldID>) -> Void) {
+            guard let before = sessions[peer]?.objects.count else { return }
+            change(&sessions[peer]!.objects)
+            announced += sessions[peer]!.objects.count - before
+        }
     }
 
     public let heartbeat: Duration
@@ -56,6 +71,11 @@ public final class SwarmTracker: Sendable {
     /// past it a node's further objects are not handed out, and the tracker's memory is not
     /// spent without end.
     public let maxObjectsPerSession: Int
+    /// Objects all sessions together may announce, at most (about 50 bytes of memory each):
+    /// past it no session's further objects are kept. 300 gateways holding 60,000 segments
+    /// each are 18 million; without it, anyone holding the secret could log in under a
+    /// thousand peer ids, announce a million ids with each, and have the tracker's memory.
+    public let maxAnnouncedObjects: Int
     /// `sums` one connection may have waiting for their answers (each may wait for the origin
     /// and a preparation, up to a minute): past it, a `sums` is answered `unavailable` at once
     /// (its node sends the player to the origin). Each waiting one was a task and a queued
@@ -86,9 +106,10 @@ public final class SwarmTracker: Sendable {
     public init(
         appID: String, secret: String, heartbeat: Duration = .seconds(10), peersPerWant: Int = 5, banAfter: Int = 3,
         messagesPerSecond: Double = 500, bytesPerSecond: Double = 8_388_608, maxObjectsPerSession: Int = 1_000_000,
-        maxWaitingSums: Int = 1024, host: (any TrackerHost)? = nil, nonceLog: (any NonceLog)? = nil, logger: Logger
+        maxAnnouncedObjects: Int = 40_000_000, maxWaitingSums: Int = 1024, host: (any TrackerHost)? = nil, nonceLog: (any NonceLog)? = nil, logger: Logger
     ) {
         self.maxObjectsPerSession = maxObjectsPerSession
+        self.maxAnnouncedObjects = maxAnnouncedObjects
         self.maxWaitingSums = maxWaitingSums
         self.bytesPerSecond = bytesPerSecond
         self.host = host
@@ -111,6 +132,9 @@ public final class SwarmTracker: Sendable {
     }
 
     deinit { audits.finish() }
+
+    /// Sessions logged in now, and the objects they announced in all (`/metrics`).
+    public var load: (sessions: Int, announcedObjects: Int) { state.withLock { ($0.sessions.count, $0.announced) } }
 
     /// Peer ids logged in now.
     public var peerIDs: [String] { state.withLock { Array($0.sessions.keys).sorted() } }
@@ -264,7 +288,7 @@ public final class SwarmTracker: Sendable {
             // another, only once the old session is silent: else anyone holding the secret
             // could take over a node's id, point its URL at a liar and have it banned.
             if let old = s.sessions[peer], old.url != url, now - old.lastSeen <= silentAfter { return .failure(.peerInUse) }
-            s.sessions[peer] = Session(url: url, connection: connection, lastSeen: now, send: send)
+            s.setSession(peer, Session(url: url, connection: connection, lastSeen: now, send: send))
             return .success(peer)
         }
     }
@@ -279,7 +303,7 @@ public final class SwarmTracker: Sendable {
 
     private func leave(_ peer: String, connection: UInt64) {
         state.withLock { s in
-            if s.sessions[peer]?.connection == connection { s.sessions[peer] = nil }
+            if s.sessions[peer]?.connection == connection { s.setSession(peer, nil) }
         }
     }
 
@@ -300,12 +324,13 @@ public final class SwarmTracker: Sendable {
             return SwarmMessage(type: "pong")
         case "have":
             // `maxObjectsPerSession` at most: what a node announces is kept for its session,
-            // and a session's memory is bounded.
+            // and a session's memory is bounded; so is all sessions' (`maxAnnouncedObjects`).
             // Object ids only (64 hex digits): the bound is then one of memory too.
             let announced = state.withLock { s -> [String] in
                 guard let held = s.sessions[peer]?.objects.count else { return [] }
-                let taken = Array((m.objects ?? []).lazy.filter(ObjectKey.isID).prefix(max(0, maxObjectsPerSession - held)))
-                s.sessions[peer]?.objects.formUnion(taken.lazy.compactMap(HeldID.init))
+                let room = min(maxObjectsPerSession - held, maxAnnouncedObjects - s.announced)
+                let taken = Array((m.objects ?? []).lazy.filter(ObjectKey.isID).prefix(max(0, room)))
+                s.changeObjects(of: peer) { $0.formUnion(taken.lazy.compactMap(HeldID.init)) }
                 return taken
             }
             tellDropped(announced, to: peer)
@@ -315,7 +340,7 @@ public final class SwarmTracker: Sendable {
             if let host, m.whole != true { watch(host.reached(announced, remember: false), for: peer, host: host) }
             return nil
         case "lost":
-            state.withLock { s in s.sessions[peer]?.objects.subtract((m.objects ?? []).lazy.compactMap(HeldID.init)) }
+            state.withLock { s in s.changeObjects(of: peer) { $0.subtract((m.objects ?? []).lazy.compactMap(HeldID.init)) } }
             return nil
         case "want":
             let object = m.object.flatMap { ObjectKey.isID($0) ? $0 : nil }
@@ -453,9 +478,11 @@ public final class SwarmTracker: Sendable {
             s.droppedCopies[objectID] = (Array((earlier.filter { $0 != copy } + [copy]).suffix(Self.droppedCopiesPerObject)), now)
             var found: [@Sendable (String) async throws -> Void] = []
             guard let held = HeldID(objectID) else { return found }
-            for (peer, session) in s.sessions where session.objects.contains(held) {
-                s.sessions[peer]?.objects.remove(held)
-                found.append(session.send)
+            // The holders first: changed while the loop held the table, each holder's set of
+            // objects would be copied whole.
+            for peer in s.sessions.compactMap({ $0.value.objects.contains(held) ? $0.key : nil }) {
+                s.changeObjects(of: peer) { _ = $0.remove(held) }
+                if let send = s.sessions[peer]?.send { found.append(send) }
             }
             return found
         }
@@ -624,7 +651,7 @@ public final class SwarmTracker: Sendable {
             let key = Self.suspensionKey(report.holder, report.object)
             s.suspended[key]?.audits -= 1
             if s.suspended[key]?.audits ?? 0 <= 0 { s.suspended[key] = nil }
-            if !holds, let held = HeldID(report.object) { s.sessions[report.holder]?.objects.remove(held) }
+            if !holds, let held = HeldID(report.object) { s.changeObjects(of: report.holder) { _ = $0.remove(held) } }
         }
     }
 
@@ -643,7 +670,7 @@ public final class SwarmTracker: Sendable {
                 s.offences[report.holder, default: 0] += 1
                 guard s.offences[report.holder]! >= banAfter else { return false }
                 s.banned.insert(report.holder)
-                s.sessions[report.holder] = nil
+                s.setSession(report.holder, nil)
                 return true
             }
             metadata["why"] = "\(why)"
