@@ -30,8 +30,9 @@ public final class PieceStore: Sendable {
         /// eviction, a removal or a layout change) has a new one, so that a write begun on the
         /// old copy neither marks nor releases anything of the new.
         var generation: UInt64 = 0
-        /// The tick of its last use: the order its row is written in.
-        var lastUse: UInt64 = 0
+        /// When it was last used (seconds since 1970, later for each use than for any before):
+        /// its row's `last_use`, so that a reopened store has the order this one had.
+        var lastUse: Double = 0
     }
 
     struct State {
@@ -40,16 +41,18 @@ public final class PieceStore: Sendable {
         /// is read or written).
         var recency = RecencyList<String>()
         var usedBytes: Int64 = 0
-        /// Counts up: each new copy of an object takes the next value as its generation, and
-        /// each use of one as its `lastUse`.
+        /// Counts up: each new copy of an object takes the next value as its generation.
         var tick: UInt64 = 0
+        /// The latest `lastUse` given.
+        var lastStamp: Double = 0
 
         /// Makes held object `id` the most recently used. Returns whether that changed the
         /// order (it was not the most recent already), so that its row is written again.
         mutating func use(_ id: String) -> Bool {
             guard recency.use(id) else { return false }
-            tick += 1
-            objects[id]?.lastUse = tick
+            // A microsecond apart at least: objects used within one keep their order.
+            lastStamp = max(Date().timeIntervalSince1970, lastStamp + 1e-6)
+            objects[id]?.lastUse = lastStamp
             return true
         }
     }
@@ -90,13 +93,12 @@ public final class PieceStore: Sendable {
     /// Objects whose index rows are behind their state in memory.
     struct UnwrittenRows {
         var ids: Set<String> = []
-        /// The write behind that runs first: when it is due, and its number (nil: none is
-        /// scheduled).
+        /// The write behind scheduled: when it is due, and its number (nil: none is).
         var scheduled: (due: ContinuousClock.Instant, number: UInt64)?
         var schedules: UInt64 = 0
-        /// The `last_use` of the row written last: each row written takes a later one, in the
-        /// order of use, so that a reopened store evicts in the order this one would.
-        var lastStamp: Double = 0
+        /// Scheduled writes that one due earlier replaced: they do nothing when they run (it
+        /// wrote what they would have).
+        var superseded: Set<UInt64> = []
     }
 
     /// What the store now holds differently: an object's first piece kept, or objects gone
@@ -176,9 +178,11 @@ public final class PieceStore: Sendable {
             let key = ObjectKey(xresid: row["xresid"], host: row["host"], path: row["path"])
             var info = ObjectInfo(key: key, layout: layout, bitmap: bitmap, storedBytes: 0, generation: s.tick)
             info.storedBytes = Self.bytes(of: bitmap, layout)
+            info.lastUse = row["last_use"]
             s.usedBytes += info.storedBytes
             s.objects[id] = info
-            _ = s.use(id)
+            s.recency.use(id)
+            s.lastStamp = max(s.lastStamp, info.lastUse)
         }
         // Data files the index does not know (a crash between creating one and its row).
         let root = directory + "/objects"
@@ -188,7 +192,6 @@ public final class PieceStore: Sendable {
             }
         }
         state.withLock { $0 = s }
-        if let last = rows.last { unwritten.withLock { $0.lastStamp = last["last_use"] } }
         if !stale.isEmpty { deleteRows(stale) }
         let over = state.withLock { s in evict(&s, toFit: 0, sparing: nil) ?? LetGo() }
         finishEviction(over)
@@ -257,9 +260,13 @@ public final class PieceStore: Sendable {
     /// each piece it hands out, so that an object played from memory is not the store's least
     /// recently used, evicted from disk (and withdrawn from the swarm) while it is the most
     /// played.
+    ///
+    /// A memory hit did not wait on the store before, and must not now: while the lock is
+    /// held (an eviction renaming files away, a file opened for writing), the touch is left
+    /// out. The order it would have set is a hint, and the next hit sets it.
     public func touch(_ key: ObjectKey) {
         let id = key.id
-        let moved = state.withLock { s in s.objects[id] != nil && s.use(id) }
+        let moved = state.withLockIfAvailable { s in s.objects[id] != nil && s.use(id) } ?? false
         if moved { writeRowLater(id, within: Self.useDelay) }
     }
 
@@ -380,8 +387,8 @@ public final class PieceStore: Sendable {
     /// Undoes a write that failed: its reservation, the blocks it wrote (a full disk often
     /// takes part of a piece before it refuses the rest), and the object if it holds nothing.
     private func abandon(_ id: String, _ generation: UInt64, fd: Int32, layout: PieceLayout, piece index: Int, reserved: Int64) {
-        let emptied = state.withLock { s -> (file: String?, emptied: Bool) in
-            guard var info = s.objects[id], info.generation == generation else { return (nil, false) }
+        let emptied = state.withLock { s -> (file: String?, emptied: Bool)? in
+            guard var info = s.objects[id], info.generation == generation else { return nil }
             if !info.bitmap[index] {
                 _ = swarmgate_punch_hole(fd, layout.offset(of: index), Int64(layout.size(of: index)))
             }
@@ -395,9 +402,11 @@ public final class PieceStore: Sendable {
             s.recency.remove(id)
             return (trash.take(dataPath(id)), true)
         }
+        guard let emptied else { return }
         // It held nothing: no one heard of it, so no one hears of it going.
         trash.empty(emptied.file.map { [$0] } ?? [])
-        if emptied.emptied { writeRowLater(id) }
+        // Kept, it was still used by the write: its row has its new place.
+        writeRowLater(id, within: emptied.emptied ? Self.indexDelay : Self.useDelay)
     }
 
     /// `store(_:layout:piece:bytes:)` for bytes in an array.
@@ -615,27 +624,34 @@ public final class PieceStore: Sendable {
     private func scheduleWrite(after delay: Duration) {
         let due = ContinuousClock.now + delay
         let number = unwritten.withLock { u -> UInt64? in
-            if let scheduled = u.scheduled, scheduled.due <= due { return nil }
+            if let scheduled = u.scheduled {
+                guard due < scheduled.due else { return nil }
+                u.superseded.insert(scheduled.number)
+            }
             u.schedules += 1
             u.scheduled = (due, u.schedules)
             return u.schedules
         }
         guard let number else { return }
-        indexWrites.asyncAfter(deadline: .now() + delay.dispatchInterval) { [self] in
-            // Another write behind, scheduled later and due earlier, may have run before this
-            // one (and this one then writes what changed since): only the one that runs first
-            // lets the next change schedule.
-            unwritten.withLock { u in
-                if u.scheduled?.number == number { u.scheduled = nil }
-            }
-            do throws(PieceStoreError) {
-                try flush()
-                indexFailures.succeeded()
-            } catch {
-                // Failed rows are back in `ids`.
-                indexFailures.failed(["error": "\(error)"])
-                scheduleWrite(after: Self.indexRetryDelay)
-            }
+        indexWrites.asyncAfter(deadline: .now() + delay.dispatchInterval) { [self] in writeBehind(number) }
+    }
+
+    /// Writes the rows behind, as scheduled write `number` (unless superseded); a write that
+    /// fails is tried again after `indexRetryDelay`.
+    private func writeBehind(_ number: UInt64) {
+        let superseded = unwritten.withLock { u in
+            guard u.superseded.remove(number) == nil else { return true }
+            u.scheduled = nil
+            return false
+        }
+        guard !superseded else { return }
+        do throws(PieceStoreError) {
+            try flush()
+            indexFailures.succeeded()
+        } catch {
+            // Failed rows are back in `ids`.
+            indexFailures.failed(["error": "\(error)"])
+            scheduleWrite(after: Self.indexRetryDelay)
         }
     }
 
@@ -655,29 +671,30 @@ public final class PieceStore: Sendable {
             try database.writeWithoutTransaction { db in
                 taken = take()
                 guard !taken.isEmpty else { return }
-                try db.inTransaction {
-                    try putRows(taken, in: db)
-                    return .commit
+                do {
+                    try db.inTransaction {
+                        try putRows(taken, in: db)
+                        return .commit
+                    }
+                } catch {
+                    // Back before the writer is let go: a flush waiting for it then finds
+                    // them, and writes them or fails (it returned as if they were written).
+                    unwritten.withLock { $0.ids.formUnion(taken) }
+                    throw error
                 }
             }
         } catch {
-            if !taken.isEmpty { unwritten.withLock { $0.ids.formUnion(taken) } }
             throw PieceStoreError(.index, "cannot write \(taken.count) index rows: \(error)")
         }
     }
 
-    /// Writes the current rows of `ids` (deletes those no longer held) in `db`'s transaction,
-    /// in their order of use, each with a `last_use` later than every row written before.
+    /// Writes the current rows of `ids` (deletes those no longer held) in `db`'s transaction.
     private func putRows(_ ids: Set<String>, in db: Database) throws {
-        let rows = state.withLock { s in ids.map { ($0, s.objects[$0]) } }
-        var stamp = unwritten.withLock { $0.lastStamp }
-        for (id, info) in rows.sorted(by: { ($0.1?.lastUse ?? 0) < ($1.1?.lastUse ?? 0) }) {
-            guard let info else {
+        for id in ids {
+            guard let info = state.withLock({ $0.objects[id] }) else {
                 try db.cachedStatement(sql: "DELETE FROM pieces_objects WHERE id = ?").execute(arguments: [id])
                 continue
             }
-            // A microsecond apart at least: rows written together keep their order.
-            stamp = max(Date().timeIntervalSince1970, stamp + 1e-6)
             try db.cachedStatement(
                 sql: """
                     INSERT INTO pieces_objects (id, xresid, host, path, length, piece_size, bitmap, last_use)
@@ -687,10 +704,9 @@ public final class PieceStore: Sendable {
                     """
             ).execute(arguments: [
                 id, info.key.xresid, info.key.host, info.key.path, info.layout.length, info.layout.pieceSize,
-                Data(info.bitmap.bits), stamp,
+                Data(info.bitmap.bits), info.lastUse,
             ])
         }
-        unwritten.withLock { $0.lastStamp = stamp }
     }
 
     /// Opens the data file of `id` for writing, creating it (and its folder, the first time).

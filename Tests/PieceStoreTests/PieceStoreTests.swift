@@ -135,6 +135,34 @@ struct PieceStoreTests {
         #expect(try indexedBitmap(other) == nil)
     }
 
+    func indexedLastUse(_ key: ObjectKey) throws -> Double? {
+        let db = try DatabaseQueue(path: folder + "/index.sqlite")
+        defer { try? db.close() }
+        return try db.read { db in try Double.fetchOne(db, sql: "SELECT last_use FROM pieces_objects WHERE id = ?", arguments: [key.id]) }
+    }
+
+    /// A read's new place in the order of use may wait 10 s (`useDelay`) for its row, but a
+    /// change of a bitmap is not held up by it: its row comes within `indexDelay`, and the
+    /// read's with it.
+    @Test func aChangedBitmapIsNotHeldUpByAReadsLaterWrite() async throws {
+        let (bytes, c) = object(length: 16384, pieceSize: 16384)
+        let store = try PieceStore(directory: folder, capacity: 1 << 20, logger: logger)
+        let keys = (0..<3).map { ObjectKey(xresid: "s", host: "h", path: "/\($0)") }
+        for k in keys.prefix(2) { try store.store(k, layout: c.layout, piece: 0, bytes: bytes) }
+        try store.flush()
+        try await Task.sleep(for: .milliseconds(300))  // past the write behind those stores scheduled
+        let stored = try #require(try indexedLastUse(keys[1]))
+        #expect(try #require(try indexedLastUse(keys[0])) < stored)
+        _ = read(store, keys[0], 0, c)  // its row due within 10 s
+        try store.store(keys[2], layout: c.layout, piece: 0, bytes: bytes)  // within 20 ms
+        let deadline = ContinuousClock.now + .seconds(3)
+        while ContinuousClock.now < deadline, try indexedBitmap(keys[2]) == nil {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(try indexedBitmap(keys[2]) != nil, "the new object's row came well before 10 s")
+        #expect(try #require(try indexedLastUse(keys[0])) > stored, "and the read's with it")
+    }
+
     @Test func aCorruptPieceReadsAsMissingAndIsDropped() throws {
         let (bytes, c) = object(length: 50_000, pieceSize: 16384)
         let counted = Counter()
@@ -328,8 +356,8 @@ struct PieceStoreTests {
                 try store.store(k, layout: c.layout, piece: 0, bytes: bytes)
                 try store.flush()
             }
-            _ = read(store, keys[0], 0, c)
-            store.touch(keys[1])  // 2, 0, 1 from the least recently used; 0 and 1 written together
+            store.touch(keys[1])
+            _ = read(store, keys[0], 0, c)  // 2, 1, 0 from the least recently used; 1 and 0 written together
             store.touch(ObjectKey(xresid: "s", host: "h", path: "/not-held"))
             try store.flush()
         }
@@ -338,8 +366,8 @@ struct PieceStoreTests {
         #expect(!reopened.has(keys[2], piece: 0), "the least recently used went")
         #expect(reopened.has(keys[0], piece: 0) && reopened.has(keys[1], piece: 0))
         try reopened.store(keys[4], layout: c.layout, piece: 0, bytes: bytes)
-        #expect(!reopened.has(keys[0], piece: 0), "then the one read before the touch")
-        #expect(reopened.has(keys[1], piece: 0) && reopened.info(ObjectKey(xresid: "s", host: "h", path: "/not-held")) == nil)
+        #expect(!reopened.has(keys[1], piece: 0), "then the one touched before the read")
+        #expect(reopened.has(keys[0], piece: 0) && reopened.info(ObjectKey(xresid: "s", host: "h", path: "/not-held")) == nil)
     }
 
     @Test func theBoundIsKeptByEvictingTheLeastRecentlyUsed() throws {

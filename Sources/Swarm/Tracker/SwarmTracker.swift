@@ -13,7 +13,7 @@ public final class SwarmTracker: Sendable {
         var connection: UInt64
         var lastSeen: ContinuousClock.Instant
         var send: @Sendable (String) async throws -> Void
-        /// What the node announced it holds, as 32 bytes each.
+        /// What the node announced it holds, as 16 bytes each.
         var objects: Set<HeldID> = []
         /// Times handed out to others lately: wants spread load over holders.
         var handouts = 0
