@@ -16,6 +16,8 @@ public struct GatewayConfiguration: Sendable {
     public var inheritQuery: InheritQuery
     public var keyURIs: KeyURIMode
     public var allowOrigins: [String]
+    /// Which web pages' players may read answers on players' paths (`--cors-origins`).
+    public var corsOrigins: CORSPolicy = .any
     public var cacheDirectory: String
     public var demo: Bool
     /// Playlists and MPDs larger than this are refused (SPEC section 5).
@@ -124,6 +126,7 @@ public struct GatewayConfiguration: Sendable {
             keyURIs: keys, allowOrigins: s.list("allow-origin"), cacheDirectory: s["cache-dir"] ?? "swarmgate-cache",
             demo: try s.toggle("demo"))
         if let size = try s.size("max-object-size") { maxObjectSize = size }
+        corsOrigins = try CORSPolicy(items: s.list("cors-origins"))
         if let size = try s.size("cache-size") { cacheSize = size }
         if let t = s["tracker"] {
             guard t.hasPrefix("ws://") || t.hasPrefix("wss://") else { throw SettingsError("tracker must be a ws:// or wss:// URL, not '\(t)'") }

@@ -120,8 +120,16 @@ public final class GatewayResponder: HTTPResponder {
                 response = try await jobsAPI(path: path, request: request)
                 return finish(response, request: request, route: route, xresid: nil, start: start)
             }
+            if request.method == .options && Self.isProxyPath(path) {
+                // A browser's preflight for a player on another site (a `Range` request).
+                let headers = PlayerHeaders.preflight(
+                    origin: request.headers[.origin], requestHeaders: request.headers[.accessControlRequestHeaders],
+                    policy: configuration.corsOrigins)
+                response = Response(status: .noContent, headers: headers, body: .init())
+                return finish(response, request: request, route: "preflight", xresid: nil, start: start)
+            }
             guard request.method == .get || request.method == .head else {
-                throw GatewayFailure(.methodNotAllowed, "only GET and HEAD", headers: [.allow: "GET, HEAD"])
+                throw GatewayFailure(.methodNotAllowed, "only GET and HEAD", headers: [.allow: Self.isProxyPath(path) ? "GET, HEAD, OPTIONS" : "GET, HEAD"])
             }
             switch path {
             case "/health": route = "/health"; response = health()
@@ -180,7 +188,12 @@ public final class GatewayResponder: HTTPResponder {
     }
 
     /// Counts and logs an answer: one structured line per request.
+    /// Answers on players' paths (proxy URLs) get `PlayerHeaders`.
     func finish(_ response: Response, request: Request, route: String, xresid: String?, start: ContinuousClock.Instant) -> Response {
+        var response = response
+        if route != "preflight" && Self.isProxyPath(request.uri.description.prefix { $0 != "?" }) {
+            PlayerHeaders.add(to: &response.headers, origin: request.headers[.origin], policy: configuration.corsOrigins)
+        }
         stats.countRequest(route: route, status: Int(response.status.code))
         var meta: Logger.Metadata = [
             "request.method": "\(request.method)", "request.route": "\(route)",
@@ -294,6 +307,10 @@ public final class GatewayResponder: HTTPResponder {
                 throw GatewayFailure(.badRequest, "bad Range header")
             }
         }
+        // What is streamed from the origin as it is (a key, a path that turned out not to be a
+        // media object) takes the whole copy under an `If-Range`: the range asked of the
+        // origin, or cut here, could be of another copy than the client's (RFC 9110 13.1.5).
+        let passedRange = request.headers[.ifRange] == nil ? clientRange : nil
         let path = proxy.origin.path.lowercased()
         let manifestHint = proxy.virtualHost == .hls && !proxy.isKey
             && (path.hasSuffix(".m3u8") || path.hasSuffix(".m3u") || path.hasSuffix(".mpd"))
@@ -323,7 +340,7 @@ public final class GatewayResponder: HTTPResponder {
             answer = try await sharedManifest(proxy, idleTimeout: nil, longPoll: false)
         } else {
             do {
-                answer = try await origin.fetch(OriginFetch(url: proxy.origin.string, range: manifestHint ? nil : clientRange))
+                answer = try await origin.fetch(OriginFetch(url: proxy.origin.string, range: manifestHint ? nil : passedRange))
             } catch {
                 throw error.failure
             }
@@ -353,7 +370,7 @@ public final class GatewayResponder: HTTPResponder {
             // A media object at a path that did not say so: it goes through the cache too.
             return served
         }
-        return try streamMedia(remaining, proxy: proxy, clientRange: clientRange, head: first, method: request.method)
+        return try streamMedia(remaining, proxy: proxy, clientRange: passedRange, head: first, method: request.method)
     }
 
     /// A manifest's whole body (after `head`, the bytes already read), up to the size cap.
@@ -792,7 +809,9 @@ public final class GatewayResponder: HTTPResponder {
     /// playlist comes that late has fetched most of its buffer's margin already.
     static func liveHold(_ configured: Duration, segmentSeconds: Double?) -> Duration {
         guard let seconds = segmentSeconds, seconds.isFinite, seconds > 0 else { return configured }
-        return min(configured, .milliseconds(Int64(seconds * 500)))
+        // Within what a configured hold can be first: a list may give any finite duration
+        // (`#EXTINF:1e17,`), which as milliseconds is past what an Int64 holds.
+        return min(configured, .milliseconds(Int64(min(seconds, 3600) * 500)))
     }
 
     /// A quarter of a segment of `seconds`, within `range` (seconds); nil when the duration is

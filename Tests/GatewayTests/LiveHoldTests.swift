@@ -20,5 +20,8 @@ struct LiveHoldTests {
         #expect(GatewayResponder.liveHold(.milliseconds(300), segmentSeconds: 2) == .milliseconds(300))
         #expect(GatewayResponder.liveHold(.seconds(5), segmentSeconds: nil) == .seconds(5))
         #expect(GatewayResponder.liveHold(.seconds(5), segmentSeconds: .infinity) == .seconds(5))
+        // Any finite duration a list gives, however absurd (it trapped converting to an Int64).
+        #expect(GatewayResponder.liveHold(.seconds(5), segmentSeconds: 1e17) == .seconds(5))
+        #expect(GatewayResponder.liveHold(.seconds(5), segmentSeconds: .greatestFiniteMagnitude) == .seconds(5))
     }
 }

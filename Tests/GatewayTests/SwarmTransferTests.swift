@@ -1063,6 +1063,31 @@ final class SwarmTransferTests {
         #expect(uploaded == fromPeers, "peers sent \(uploaded) bytes, node B took \(fromPeers) from them")
     }
 
+    /// Twenty players asking a node for one object at once share each piece's fetch, and
+    /// its bytes count once as fetched (from peers or the CDN), then as this node's: each was
+    /// counted as fetched, which put twenty times the bytes the swarm or the CDN sent into
+    /// `/stat` (and into `p2pRatio`).
+    @Test func playersSharingAFetchCountItsBytesOnce() async throws {
+        let swarm = try await twoNodes()
+        defer { swarm.stop() }
+        let size = 400_000
+        let path = "/obj/joined-\(UUID().uuidString.prefix(8)).ts?size=\(size)"
+        let want = try await HTTP.get("http://127.0.0.1:\(swarm.originPort)\(path)").body
+        // Ready at the tracker, through A; B holds none of it.
+        let ready = try await Live.whenReady("http://127.0.0.1:\(swarm.portA)/hls.vod.p2p.com/127.0.0.1:\(swarm.originPort)\(path)")
+        #expect(ready.status == 200 && ready.body == want)
+        let url = "http://127.0.0.1:\(swarm.portB)/hls.vod.p2p.com/127.0.0.1:\(swarm.originPort)\(path)"
+        let bodies = try await withThrowingTaskGroup(of: HTTPResult.self) { group in
+            for _ in 0..<20 { group.addTask { try await HTTP.get(url) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(bodies.allSatisfy { $0.status == 200 && $0.body == want })
+        let stat = try await Self.stat(swarm.portB)
+        let fetched = (stat["p2pBytes"] as? Int ?? 0) + (stat["cdnBytes"] as? Int ?? 0)
+        #expect(fetched == size, "\(stat)")
+        #expect(stat["cacheBytes"] as? Int == 19 * size, "\(stat)")
+    }
+
     @Test func whileAPlayerReadsASegmentTheNextThreeComeFromPeersAhead() async throws {
         let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }
@@ -1089,7 +1114,10 @@ final class SwarmTransferTests {
         #expect(try await Self.stat(bPort)["p2pBytes"] as? Int == 4 * 200_000, "prefetched pieces count as the swarm's when served")
     }
 
-    @Test func aLyingPeerIsDroppedReportedAndBannedWhilePlayersGetCorrectBytes() async throws {
+    /// The liar sends garbage of a whole piece's length, or longer than any piece: the second
+    /// was only skipped, neither dropped nor reported, and asked again first for each piece.
+    @Test(arguments: ["", "/long"])
+    func aLyingPeerIsDroppedReportedAndBannedWhilePlayersGetCorrectBytes(liarPath: String) async throws {
         let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }
         let (t, trackerPort) = try await tracker(dir: Live.cacheFolder(), originPort: originPort)
@@ -1104,7 +1132,7 @@ final class SwarmTransferTests {
         let have = SwarmMessage.have(Self.objectIDs("lies", originPort: originPort, segments: segments))
         let ws = "ws://127.0.0.1:\(trackerPort)/swarm/v1/ws"
         let (announced, signal) = AsyncStream.makeStream(of: Void.self)
-        let liar = Self.fakePeer(ws, id: "liar", url: "http://127.0.0.1:\(originPort)", have: have) { signal.yield() }
+        let liar = Self.fakePeer(ws, id: "liar", url: "http://127.0.0.1:\(originPort)\(liarPath)", have: have) { signal.yield() }
         defer { liar.cancel() }
         for await _ in announced { break }
         let (player, playerPort) = try await node(trackerPort: trackerPort, originPort: originPort)

@@ -50,6 +50,7 @@ Endpoints:
                      timeline says where the live edge is); ?ast=TIME: its availabilityStartTime
   /peer/v1/...       a lying peer: any piece request is answered 200 with 65536 bytes of garbage
   /slow/peer/v1/...  the same at 10 KB/s (a peer on a bad link)
+  /long/peer/v1/...  the same with a byte more (65537: longer than any piece of 64 KiB)
   /__version         ?name=NAME[&bump=1][&gone=1|0][&size=N][&noranges=1][&throttle=B]: bump
                      NAME's version if asked, or have NAME answer 404 from now on (removed from
                      the origin), or again as before; size / noranges / throttle: from now on
@@ -183,8 +184,8 @@ class Handler(BaseHTTPRequestHandler):
                 self.serve_dash(rest[:-len(".mpd")])
             elif kind == "dashlive" and rest.endswith(".mpd"):
                 self.serve_dash(rest[:-len(".mpd")], live=True)
-            elif kind == "peer" or (kind == "slow" and rest.startswith("peer/")):
-                self.serve_garbage(10000 if kind == "slow" else 0)
+            elif kind == "peer" or (kind in ("slow", "long") and rest.startswith("peer/")):
+                self.serve_garbage(10000 if kind == "slow" else 0, 65537 if kind == "long" else 65536)
             elif kind in ("__version", "__stats", "__reset", "__release"):
                 getattr(self, "serve" + kind)()
             else:
@@ -269,8 +270,8 @@ class Handler(BaseHTTPRequestHandler):
                 '%s</SegmentTemplate>%s</AdaptationSet></Period></MPD>\n') % (kind, timing[0], media, size, media, timing[1], reps)
         self.answer(200, body.encode(), [("Content-Type", "application/dash+xml")])
 
-    def serve_garbage(self, rate):
-        body = bytes((i * 31 + 5) % 256 for i in range(65536))
+    def serve_garbage(self, rate, size):
+        body = bytes((i * 31 + 5) % 256 for i in range(size))
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()

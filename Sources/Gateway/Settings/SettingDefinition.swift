@@ -67,6 +67,7 @@ public enum SettingDefinitions {
         .init("peer-deadline", default: "auto", help: "Seconds the swarm may take to deliver a piece before it comes from the CDN by range; auto: a quarter of the segment's duration (0.5 to 3 s), 1.5 s when unknown."),
         .init("inherit-query", kind: .list, default: "", help: "Query parameters of a playlist URL copied onto its URIs: names, comma-separated (an array in the config file), or *."),
         .init("key-uris", default: "origin", help: "EXT-X-KEY URIs: origin or proxy."),
+        .init("cors-origins", kind: .list, default: "*", help: "Web pages whose players may read playlists and segments (CORS): * (any), none, or origins such as https://www.example.com, comma-separated (an array in the config file)."),
         .init("demo", kind: .toggle, default: "false", help: "Also serve samples/ as a local origin and print a URL a player can open."),
     ]
 

@@ -154,8 +154,9 @@ public final class SwarmNode: Sendable {
         public var bytes: [UInt8]
         /// The peer id that sent it; nil: the origin (or the store, when `held`).
         public var peer: String?
-        /// Read from the store: a fetch that ended just before this one began had kept it
-        /// (a prefetch's, if the store says so: `takePrefetched`).
+        /// Read from the store (a fetch that ended just before this one began had kept it: a
+        /// prefetch's, if the store says so, `takePrefetched`), or had from a fetch under way
+        /// for another request, which joined it: this request's bytes cost nothing more.
         public var held = false
     }
 
@@ -450,7 +451,7 @@ public final class SwarmNode: Sendable {
     /// deadline, else from `url` by range; verified against the registry's checksum, kept,
     /// returned. Concurrent calls for one piece (against the same checksum) share one fetch.
     public func obtain(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, deadline: Duration? = nil) async throws(PieceFailure) -> ObtainedPiece {
-        try await pieceFlights.run(Self.flightKey(key, index, checksums)) {
+        let (result, joined) = await pieceFlights.runShared(Self.flightKey(key, index, checksums)) {
             // The origin's whole body is being read for another piece, and reaches this one
             // soon: it comes with it (a probe, or a read far short of it, leaves the peers
             // asked first).
@@ -476,7 +477,13 @@ public final class SwarmNode: Sendable {
             } catch {
                 return .failure(error)
             }
-        }.get()
+        }
+        var got = try result.get()
+        // Fetched once, for the run's own caller: to the others who joined it, the bytes are
+        // this node's already, as a piece read from the store (twenty players of a new live
+        // segment were each counted as fetching it from the origin).
+        if joined { (got.peer, got.held) = (nil, true) }
+        return got
     }
 
     /// Piece `index` of `key` read from the store (verified there), as a held piece.
@@ -612,21 +619,28 @@ public final class SwarmNode: Sendable {
             // rather than send a piece that would count against it as bad.
             let url = Self.peerPieceURL(peer.url, key.id, index, from: me, token: peer.token, sha: checksums.digests[index].short)
             let request = OriginRequest(url: url, timeouts: .init(connect: min(left, .seconds(1)), idle: left, total: left), maxBodySize: Int64(size))
-            let bytes: [UInt8]
+            var bytes: [UInt8] = []
             do {
                 let response = try await peerClient.fetch(request)
                 guard response.status == 200 else { continue }
                 bytes = try await response.body.collect(upTo: size)
             } catch {
-                if error.code == .timeout {
+                switch error.code {
+                case .tooLarge:
+                    // More bytes than the piece: a bad piece, as an audit finds it (it was
+                    // only skipped, and the peer asked again first for the next pieces).
+                    bytes = []
+                case .timeout:
                     // Not a peer that had only what others left of the deadline.
                     if left >= deadline / 2 { swarm.withLock { $0.slow.mark(Self.pairKey(key, peer.peerId), for: Self.slowPeerLifetime) } }
                     return .none(.deadline)
+                case .busy:
+                    // No connection slot to it freed in time (this node's own requests hold
+                    // them): busy, not slow.
+                    return .none(.deadline)
+                default:
+                    continue
                 }
-                // No connection slot to it freed in time (this node's own requests hold them):
-                // busy, not slow.
-                if error.code == .busy { return .none(.deadline) }
-                continue
             }
             guard bytes.withUnsafeBytes({ checksums.matches(index, $0) }) else {
                 onBadPiece()
