@@ -114,7 +114,7 @@ public final class GatewayResponder: HTTPResponder {
             }
             if path == "/prepare" || path == "/jobs" || path.hasPrefix("/jobs/") {
                 route = path.hasPrefix("/jobs/") ? "/jobs/*" : String(path)
-                if let refused = admin.failure(admin.verdict(remote: context.remoteAddress, authorization: request.headers[.authorization])) {
+                if let refused = admin.failure(adminVerdict(request, context)) {
                     throw refused
                 }
                 response = try await jobsAPI(path: path, request: request)
@@ -141,7 +141,7 @@ public final class GatewayResponder: HTTPResponder {
                 // Reading the switch is anyone's; turning it is the operator's, as /prepare
                 // is (a GET that any page could make a browser send turned uploads off).
                 if request.uri.queryParameters.get("upload") != nil,
-                    let refused = admin.failure(admin.verdict(remote: context.remoteAddress, authorization: request.headers[.authorization]))
+                    let refused = admin.failure(adminVerdict(request, context))
                 {
                     throw refused
                 }
@@ -159,6 +159,14 @@ public final class GatewayResponder: HTTPResponder {
             response = failure.response
         }
         return finish(response, request: request, route: route, xresid: xresid, start: start)
+    }
+
+    /// Whether `request` may use the operator's endpoints (`AdminAccess`).
+    func adminVerdict(_ request: Request, _ context: GatewayRequestContext) -> AdminAccess.Verdict {
+        let fetchSite = HTTPField.Name("Sec-Fetch-Site")!
+        return admin.verdict(
+            remote: context.remoteAddress, authorization: request.headers[.authorization],
+            fromWebPage: AdminAccess.isFromWebPage(origin: request.headers[.origin], fetchSite: request.headers[fetchSite]))
     }
 
     /// This process's name in the `Via` header of its origin requests (`swarmgate-` and eight

@@ -21,6 +21,42 @@ struct AdminAccessTests {
         #expect(access.verdict(remote: nil, authorization: nil) == .notLocal, "an unknown caller")
     }
 
+    /// Without a token, a loopback caller is trusted, but not a web page's request made
+    /// through a browser on the gateway's host (an image on any site, a script's fetch, a
+    /// page at a name rebound to 127.0.0.1): the browser says so, and the gateway refuses it.
+    @Test func withoutATokenAWebPagesRequestIsRefusedEvenFromLoopback() throws {
+        let access = AdminAccess(token: nil)
+        let local = try Self.address("127.0.0.1")
+        for (origin, site, page) in [
+            (nil, nil, false), (nil, "none", false), (nil, "None", false),
+            (nil, "cross-site", true), (nil, "same-site", true), (nil, "same-origin", true),
+            ("https://evil.example", nil, true), ("null", nil, true), ("http://127.0.0.1:8080", "same-origin", true),
+        ] as [(String?, String?, Bool)] {
+            #expect(AdminAccess.isFromWebPage(origin: origin, fetchSite: site) == page, "\(String(describing: origin)) \(String(describing: site))")
+            let verdict = access.verdict(remote: local, authorization: nil, fromWebPage: page)
+            #expect(verdict == (page ? .fromWebPage : .allowed))
+        }
+        #expect(access.verdict(remote: try Self.address("192.0.2.7"), authorization: nil, fromWebPage: true) == .notLocal)
+        // With a token, a page's request is asked for it like any other (it cannot know it).
+        #expect(AdminAccess(token: "s3cret").verdict(remote: local, authorization: "Bearer s3cret", fromWebPage: true) == .allowed)
+    }
+
+    /// Through a real gateway: an image on any site that points at the upload switch, or a
+    /// page's POST to /prepare, is refused; the operator's own requests are not.
+    @Test func aGatewayWithoutATokenRefusesWebPagesOnItsOwnHost() async throws {
+        let (g, port) = try await Live.gateway([])
+        defer { g.stop() }
+        let base = "http://127.0.0.1:\(port)"
+        let image = try await HTTP.get(base + "/xdfs.p2p.com/feature?upload=0", headers: ["Sec-Fetch-Site": "cross-site", "Sec-Fetch-Dest": "image"])
+        #expect(image.status == 403 && image.text.contains("web page"), "\(image.status) \(image.text)")
+        #expect(try await HTTP.get(base + "/xdfs.p2p.com/feature").text.contains("\"upload\":true"), "uploads still on")
+        let listed = try await HTTP.get(base + "/jobs", headers: ["Origin": "http://rebound.example:\(port)", "Sec-Fetch-Site": "same-origin"])
+        #expect(listed.status == 403)
+        #expect(try await HTTP.get(base + "/jobs", headers: ["Sec-Fetch-Site": "none"]).status == 200, "typed into the address bar")
+        let off = try await HTTP.get(base + "/xdfs.p2p.com/feature?upload=0")
+        #expect(off.status == 200 && off.text.contains("\"upload\":false"), "the operator's own request: \(off.text)")
+    }
+
     @Test func withATokenEveryCallerMustSendIt() throws {
         let access = AdminAccess(token: "s3cret")
         for ip in ["127.0.0.1", "192.0.2.7"] {

@@ -8,7 +8,9 @@ import PieceStore
 /// anti-leech tokens, so not every player that can reach the gateway. With an admin token
 /// (`--admin-token-file`, or `SWARMGATE_ADMIN_TOKEN`): any caller that sends it as
 /// `Authorization: Bearer TOKEN`, and no other. Without one: callers on loopback only (a
-/// reverse proxy on the same host makes every caller local: give it a token there).
+/// reverse proxy on the same host makes every caller local: give it a token there), and not
+/// a web page's requests: a browser on the gateway's host is on loopback, and any site it
+/// opens could have it turn uploads off (an image's URL) or prepare and cancel jobs.
 public struct AdminAccess: Sendable {
     let token: [UInt8]?
 
@@ -44,13 +46,30 @@ public struct AdminAccess: Sendable {
         case needsToken
         /// No token is set and the caller is not on loopback (403).
         case notLocal
+        /// No token is set and a web page made the request (403).
+        case fromWebPage
     }
 
-    public func verdict(remote: SocketAddress?, authorization: String?) -> Verdict {
-        guard let token else { return Self.isLoopback(remote) ? .allowed : .notLocal }
+    /// `fromWebPage`: the request says a page made it (`isFromWebPage`).
+    public func verdict(remote: SocketAddress?, authorization: String?, fromWebPage: Bool = false) -> Verdict {
+        guard let token else {
+            guard Self.isLoopback(remote) else { return .notLocal }
+            return fromWebPage ? .fromWebPage : .allowed
+        }
         guard let authorization, authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else { return .needsToken }
         let sent = authorization.dropFirst(7).trimmingCharacters(in: .whitespaces)
         return HMACSHA256.constantTimeEqual(Array(sent.utf8), token) ? .allowed : .needsToken
+    }
+
+    /// Whether a browser says a web page made the request: it names the page's origin
+    /// (`Origin`, sent with every fetch or form but a plain GET's, and by a sandboxed page as
+    /// `null`), or says the request is not the user's own (`Sec-Fetch-Site` other than
+    /// `none`: an image, a script's fetch, a page at a name rebound to 127.0.0.1). The
+    /// `swarmgate` commands, curl, and a URL typed into the address bar send neither. A
+    /// browser too old for `Sec-Fetch-Site` (before 2021-2023) says nothing of an image's
+    /// GET: a gateway used from a desktop's browser wants an admin token.
+    public static func isFromWebPage(origin: String?, fetchSite: String?) -> Bool {
+        origin != nil || (fetchSite.map { $0.lowercased() != "none" } ?? false)
     }
 
     /// 127.0.0.0/8, ::1, and IPv4 loopback mapped into IPv6 (a listener on `[::]`).
@@ -78,6 +97,8 @@ public struct AdminAccess: Sendable {
         case .needsToken:
             return GatewayFailure(.unauthorized, "this endpoint needs the admin token: Authorization: Bearer TOKEN", headers: [.wwwAuthenticate: "Bearer"])
         case .notLocal: return GatewayFailure(.forbidden, Self.notLocalMessage)
+        case .fromWebPage:
+            return GatewayFailure(.forbidden, "a web page's request (Origin or Sec-Fetch-Site) reaches this endpoint only with the admin token")
         }
     }
 }
