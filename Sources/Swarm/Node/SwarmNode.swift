@@ -535,23 +535,29 @@ public final class SwarmNode: Sendable {
     /// Remembers that piece `index` of `key` came from `source` ahead of any player (before
     /// the piece is kept, so that the first player to read it sees where it came from).
     private func notePrefetched(_ key: ObjectKey, _ index: Int, from source: AheadSource) {
-        let added = prefetched.withLock { p -> Bool in
-            if p.count >= 100_000 { p.removeAll() }
+        prefetched.withLock { p in
+            // The count follows the table under its lock: cleared without it, the count
+            // never came back to 0, and every held piece served looked in the table.
+            if p.count >= 100_000 {
+                prefetchedCount.subtract(p.count, ordering: .relaxed)
+                p.removeAll()
+            }
             let at = key.id + "#\(index)"
-            guard p[at] == nil else { return false }
+            guard p[at] == nil else { return }
             p[at] = source
-            return true
+            prefetchedCount.add(1, ordering: .relaxed)
         }
-        if added { prefetchedCount.add(1, ordering: .relaxed) }
     }
 
     /// Where held piece `index` of `key` came from, if it came ahead of any player (a
     /// prefetch's peer, or the origin) and this is the first time it is served.
     public func takePrefetched(_ key: ObjectKey, _ index: Int) -> AheadSource? {
         guard prefetchedCount.load(ordering: .relaxed) > 0 else { return nil }
-        guard let source = prefetched.withLock({ $0.removeValue(forKey: key.id + "#\(index)") }) else { return nil }
-        prefetchedCount.subtract(1, ordering: .relaxed)
-        return source
+        return prefetched.withLock { p in
+            guard let source = p.removeValue(forKey: key.id + "#\(index)") else { return nil }
+            prefetchedCount.subtract(1, ordering: .relaxed)
+            return source
+        }
     }
 
     // MARK: peers
@@ -1170,15 +1176,19 @@ public final class SwarmNode: Sendable {
         let told = Set(refs.suffix(Self.maxChangedPerDoubt).map(\.key.id))
         for ref in refs {
             let ready = registry.ready(ref.key)
+            // Doubted before the drop: a checksum fetch that marks the old copy ready in
+            // between finds the doubt (`undoubted`), where it found neither.
+            if link != nil {
+                doubts.withLock { d in
+                    if d.count >= 4096 { d = d.filter { ContinuousClock.now < $0.value.until } }
+                    d[ref.key.id] = (ready?.checksums.fingerprint, until)
+                }
+            }
             if let ready, registry.drop(ref.key, ifCopy: ready.checksums) {
                 store.remove(ref.key)
                 if link == nil { copyDroppedObserver.withLock { $0 }?.call((ref.key, ready.checksums)) }
             }
             guard let link else { continue }
-            doubts.withLock { d in
-                if d.count >= 4096 { d = d.filter { ContinuousClock.now < $0.value.until } }
-                d[ref.key.id] = (ready?.checksums.fingerprint, until)
-            }
             swarm.withLock { $0.peerLists[ref.key.id] = nil }
             if told.contains(ref.key.id) { Task { await link.changed(ref, piece: 0) } }
         }
