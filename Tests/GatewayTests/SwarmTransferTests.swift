@@ -1279,6 +1279,41 @@ final class SwarmTransferTests {
         #expect(fallbacks["deadline", default: 0] + fallbacks["peers_failed", default: 0] > 0, "\(fallbacks)")
     }
 
+    /// A holder whose machine is gone (its connections never complete) costs a piece its
+    /// connect timeout (1 s), then the next holder is asked within the deadline: it cost the
+    /// piece the rest of the deadline and a CDN fetch, with a live holder listed after it.
+    @Test func aHolderThatNeverAnswersIsPassedForTheNextWithinTheDeadline() async throws {
+        let (origin, originPort) = try await Live.objectOrigin()
+        defer { origin.stop() }
+        let (t, trackerPort) = try await tracker(dir: Live.cacheFolder(), originPort: originPort)
+        defer { t.stop() }
+        let segments = 3
+        let list = Self.playlist("gone", originPort: originPort, segments: segments)
+        let (a, aPort) = try await node(trackerPort: trackerPort, originPort: originPort)
+        defer { a.stop() }
+        _ = try await Self.play(port: aPort, playlist: list)
+        // The tracker's seed holds every segment now, A what it served. A peer whose port
+        // never completes a connection claims every segment; its id comes first among
+        // holders handed out as often ("0" before "node-").
+        let blackhole = try JSONSerialization.jsonObject(with: try await HTTP.get("http://127.0.0.1:\(originPort)/__blackhole").body) as? [String: Int]
+        let port = try #require(blackhole?["port"])
+        let have = SwarmMessage.have(Self.objectIDs("gone", originPort: originPort, segments: segments))
+        let (announced, signal) = AsyncStream.makeStream(of: Void.self)
+        let gone = Self.fakePeer("ws://127.0.0.1:\(trackerPort)/swarm/v1/ws", id: "0-gone", url: "http://127.0.0.1:\(port)", have: have) {
+            signal.yield()
+        }
+        defer { gone.cancel() }
+        for await _ in announced { break }
+        let (b, bPort) = try await node(trackerPort: trackerPort, originPort: originPort, ["--peer-deadline", "3"])
+        defer { b.stop() }
+        let played = try await Self.play(port: bPort, playlist: list)
+        expectCorrect(played, "gone", segments: segments)
+        let stat = try await Self.stat(bPort)
+        #expect(stat["p2pBytes"] as? Int == segments * 200_000, "every piece from a live holder: \(stat)")
+        let fallbacks = stat["fallbacks"] as? [String: Int] ?? [:]
+        #expect(fallbacks.values.reduce(0, +) == 0, "\(fallbacks)")
+    }
+
     @Test func withTheTrackerAwayNodesServeFromCDNAndOffloadResumesWhenItReturns() async throws {
         let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }

@@ -62,6 +62,8 @@ Endpoints:
                      requests of NAME; without name: {NAME: {...}, ...}
   /__reset           forget all stats, versions, resets and bumps
   /__release         ?key=KEY: answer the blocking reloads held with ?hold=KEY, now and later
+  /__blackhole       {"port": N}: a loopback port whose connections never complete (a listener
+                     whose queue is full and that never accepts: a peer whose machine is gone)
 
 A CDN some distance away: with OBJECT_ORIGIN_RTT_MS=R in the environment, every request but
 the /__ ones waits R ms before it is answered (its round trip), and the first request on a
@@ -186,7 +188,7 @@ class Handler(BaseHTTPRequestHandler):
                 self.serve_dash(rest[:-len(".mpd")], live=True)
             elif kind == "peer" or (kind in ("slow", "long") and rest.startswith("peer/")):
                 self.serve_garbage(10000 if kind == "slow" else 0, 65537 if kind == "long" else 65536)
-            elif kind in ("__version", "__stats", "__reset", "__release"):
+            elif kind in ("__version", "__stats", "__reset", "__release", "__blackhole"):
                 getattr(self, "serve" + kind)()
             else:
                 self.answer(404, b"not found")
@@ -410,10 +412,35 @@ class Handler(BaseHTTPRequestHandler):
         held(self.query["key"]).set()
         self.answer_json({"released": self.query["key"]})
 
+    def serve__blackhole(self):
+        self.answer_json({"port": blackhole_port()})
+
     def serve__reset(self):
         with LOCK:
             OBJECTS.clear()
         self.answer_json({"reset": True})
+
+
+BLACKHOLE = []
+
+
+def blackhole_port():
+    """A listener with a queue of one, filled and never accepted: Linux drops the SYNs of any
+    further connection, which then waits for its connect timeout."""
+    with LOCK:
+        if not BLACKHOLE:
+            listener = socket.socket()
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(0)
+            fillers = []
+            for _ in range(2):
+                filler = socket.socket()
+                filler.setblocking(False)
+                filler.connect_ex(listener.getsockname())
+                fillers.append(filler)
+            time.sleep(0.2)  # the handshakes that can complete, completed
+            BLACKHOLE.extend([listener] + fillers)
+        return BLACKHOLE[0].getsockname()[1]
 
 
 if __name__ == "__main__":

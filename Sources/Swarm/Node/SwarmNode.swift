@@ -606,7 +606,8 @@ public final class SwarmNode: Sendable {
         guard !peers.isEmpty else { return .none(.noPeers) }
         let me = link.configuration.peerID.current
         let size = checksums.layout.size(of: index)
-        // Pieces of one object spread over its holders.
+        // Pieces of one object spread over its holders. A holder passed over as slow, or
+        // one that timed out, makes running out of holders a `deadline` fallback.
         var skippedSlow = false
         for n in 0..<peers.count {
             let peer = peers[(index + n) % peers.count]
@@ -639,7 +640,11 @@ public final class SwarmNode: Sendable {
                 case .timeout:
                     // Not a peer that had only what others left of the deadline.
                     if left >= deadline / 2 { swarm.withLock { $0.slow.mark(Self.pairKey(key, peer.peerId), for: Self.slowPeerLifetime) } }
-                    return .none(.deadline)
+                    // A connection that never completed took its connect timeout (1 s), not
+                    // the deadline: the next holder is asked with what is left (a machine
+                    // gone cost the piece a CDN fetch with a live holder listed after it).
+                    skippedSlow = true
+                    continue
                 case .busy:
                     // No connection slot to it freed in time (this node's own requests hold
                     // them): busy, not slow.
