@@ -205,11 +205,11 @@ final class SwarmTransferTests {
         return FarFromOrigin(origin: origin, originPort: originPort, tracker: t, node: n, port: port, list: list)
     }
 
-    func playedOnA(_ name: String, segments: Int) async throws -> PlayedOnA {
+    func playedOnA(_ name: String, segments: Int, bFlags: [String] = []) async throws -> PlayedOnA {
         let (origin, originPort) = try await Live.objectOrigin()
         let (t, trackerPort) = try await tracker(dir: Live.cacheFolder(), originPort: originPort)
         let (a, portA) = try await node(trackerPort: trackerPort, originPort: originPort)
-        let (b, portB) = try await node(trackerPort: trackerPort, originPort: originPort)
+        let (b, portB) = try await node(trackerPort: trackerPort, originPort: originPort, bFlags)
         let list = Self.playlist(name, originPort: originPort, segments: segments)
         let swarm = PlayedOnA(origin: origin, originPort: originPort, tracker: t, trackerPort: trackerPort, a: a, portA: portA, b: b, portB: portB, playlist: list)
         do {
@@ -1283,15 +1283,10 @@ final class SwarmTransferTests {
     /// connect timeout (1 s), then the next holder is asked within the deadline: it cost the
     /// piece the rest of the deadline and a CDN fetch, with a live holder listed after it.
     @Test func aHolderThatNeverAnswersIsPassedForTheNextWithinTheDeadline() async throws {
-        let (origin, originPort) = try await Live.objectOrigin()
-        defer { origin.stop() }
-        let (t, trackerPort) = try await tracker(dir: Live.cacheFolder(), originPort: originPort)
-        defer { t.stop() }
         let segments = 3
-        let list = Self.playlist("gone", originPort: originPort, segments: segments)
-        let (a, aPort) = try await node(trackerPort: trackerPort, originPort: originPort)
-        defer { a.stop() }
-        _ = try await Self.play(port: aPort, playlist: list)
+        let swarm = try await playedOnA("gone", segments: segments, bFlags: ["--peer-deadline", "3"])
+        defer { swarm.stop() }
+        let (originPort, trackerPort) = (swarm.originPort, swarm.trackerPort)
         // The tracker's seed holds every segment now, A what it served. A peer whose port
         // never completes a connection claims every segment; its id comes first among
         // holders handed out as often ("0" before "node-").
@@ -1304,11 +1299,8 @@ final class SwarmTransferTests {
         }
         defer { gone.cancel() }
         for await _ in announced { break }
-        let (b, bPort) = try await node(trackerPort: trackerPort, originPort: originPort, ["--peer-deadline", "3"])
-        defer { b.stop() }
-        let played = try await Self.play(port: bPort, playlist: list)
-        expectCorrect(played, "gone", segments: segments)
-        let stat = try await Self.stat(bPort)
+        expectCorrect(try await Self.play(port: swarm.portB, playlist: swarm.playlist), "gone", segments: segments)
+        let stat = try await Self.stat(swarm.portB)
         #expect(stat["p2pBytes"] as? Int == segments * 200_000, "every piece from a live holder: \(stat)")
         let fallbacks = stat["fallbacks"] as? [String: Int] ?? [:]
         #expect(fallbacks.values.reduce(0, +) == 0, "\(fallbacks)")
