@@ -666,7 +666,7 @@ public final class SwarmNode: Sendable {
                 continue
             }
             if prefetch { notePrefetched(key, index, from: .peer(peer.peerId)) }
-            keep(key, checksums.layout, index, bytes)
+            keep(key, checksums, index, bytes)
             return .piece(ObtainedPiece(bytes: bytes, peer: peer.peerId))
         }
         return .none(skippedSlow ? .deadline : .peersFailed)
@@ -742,9 +742,16 @@ public final class SwarmNode: Sendable {
         s.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? s
     }
 
-    private func keep(_ key: ObjectKey, _ layout: PieceLayout, _ index: Int, _ bytes: [UInt8]) {
+    private func keep(_ key: ObjectKey, _ checksums: PieceChecksums, _ index: Int, _ bytes: [UInt8]) {
+        // Of the copy the registry holds now only: a fetch begun against a copy dropped since
+        // (the origin's changed) still hands its response the piece it verified, but must not
+        // store it, where it would make the object again, be announced, and (a copy of another
+        // length) wipe the new copy's pieces.
+        guard let ready = registry.ready(key)?.checksums, ready.layout == checksums.layout,
+            ready.digests[index] == checksums.digests[index]
+        else { return }
         do {
-            try store.store(key, layout: layout, piece: index, bytes: bytes)
+            try store.store(key, layout: checksums.layout, piece: index, bytes: bytes)
         } catch where error.code != .full {  // a full disk: the store logs it
             logger.warning("piece not kept", metadata: ["object": "\(key)", "error": "\(error)"])
         } catch {}
@@ -820,7 +827,7 @@ public final class SwarmNode: Sendable {
             onBadPiece()
             throw originDiffers(key, index, checksums, url: url, "piece \(index) of \(key) from the origin does not match its checksum")
         }
-        keep(key, checksums.layout, index, bytes)
+        keep(key, checksums, index, bytes)
         return ObtainedPiece(bytes: bytes)
     }
 
@@ -924,7 +931,7 @@ public final class SwarmNode: Sendable {
                 onBadPiece()
                 throw originDiffers(key, index, checksums, url: url, "piece \(index) of \(key) from the origin does not match its checksum")
             }
-            keep(key, checksums.layout, index, bytes)
+            keep(key, checksums, index, bytes)
             return ObtainedPiece(bytes: bytes)
         }
         if let error = read.error, error.code != .connection || again { throw .origin(error) }
@@ -991,7 +998,7 @@ public final class SwarmNode: Sendable {
                     // Kept before it is handed on: a fetch that comes once the read passed
                     // it finds it in the store.
                     let held = store.has(key, piece: index)
-                    if !held { keep(key, layout, index, piece) }
+                    if !held { keep(key, checksums, index, piece) }
                     if !read.deliver(index, piece) && !held { notePrefetched(key, index, from: .origin) }
                     index += 1
                     piece.removeAll(keepingCapacity: true)
