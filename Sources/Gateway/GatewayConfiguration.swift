@@ -22,6 +22,8 @@ public struct GatewayConfiguration: Sendable {
     public var demo: Bool
     /// Playlists and MPDs larger than this are refused (SPEC section 5).
     public var maxManifestSize = 16 << 20
+    /// Bytes of playlists and MPDs being read from origins at once, in all.
+    public var manifestMemory = 256 << 20
     /// Media objects larger than this are refused (SPEC section 5).
     public var maxObjectSize: Int64 = 4 << 30
     /// How long an origin may send nothing before the request fails.
@@ -133,6 +135,10 @@ public struct GatewayConfiguration: Sendable {
             tracker = t
         }
         if let size = try s.size("memory-cache-size") { memoryCacheSize = Int(size) }
+        if let size = try s.size("manifest-memory") {
+            guard size >= 1 << 20 else { throw SettingsError("manifest-memory must be 1MiB or more") }
+            manifestMemory = Int(size)
+        }
         if let size = try s.size("piece-size") {
             guard (16 << 10)...(16 << 20) ~= size else { throw SettingsError("piece-size must be between 16KiB and 16MiB") }
             pieceSize = Int(size)

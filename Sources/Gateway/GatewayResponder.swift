@@ -43,6 +43,9 @@ public final class GatewayResponder: HTTPResponder {
     /// Manifest fetches under way, by origin URL (blocking reloads apart): identical requests
     /// share one (`sharedManifest`).
     let manifestFetches = SingleFlight<Result<CollectedAnswer, GatewayFailure>>()
+    /// Bytes of playlists and MPDs being read from origins, in all (`--manifest-memory`): each
+    /// may be 16 MiB, and distinct URLs (or long polls) could each hold one.
+    let manifestMemory: BoundedCount
     /// The target durations of the low-latency playlists read lately: how long their blocking
     /// reloads may wait at the origin.
     let lowLatencyTargets = LowLatencyTargets()
@@ -74,6 +77,7 @@ public final class GatewayResponder: HTTPResponder {
         self.origin = origin
         self.node = node
         self.hotPieces = HotPieces(capacity: configuration.memoryCacheSize)
+        self.manifestMemory = BoundedCount(configuration.manifestMemory)
         self.stats = stats
         self.uploads = UploadSwitch()
         self.publicURL = Mutex(configuration.publicURL)
@@ -382,10 +386,19 @@ public final class GatewayResponder: HTTPResponder {
     }
 
     /// A manifest's whole body (after `head`, the bytes already read), up to the size cap.
+    /// Its bytes count against `manifestMemory` while it is read: past it, 503.
     func collectManifest(_ answer: OriginAnswer, head: [UInt8] = []) async throws(GatewayFailure) -> [UInt8] {
         var body = head
+        var reserved = 0
+        defer { manifestMemory.give(reserved) }
         do {
             for try await chunk in answer.body {
+                guard manifestMemory.take(chunk.count) else {
+                    throw GatewayFailure(
+                        .serviceUnavailable, "too many playlists and MPDs are being read at once (--manifest-memory)",
+                        headers: [.retryAfter: "1"])
+                }
+                reserved += chunk.count
                 body += chunk
                 if body.count > configuration.maxManifestSize {
                     throw GatewayFailure(.badGateway, "manifest larger than \(configuration.maxManifestSize) bytes")

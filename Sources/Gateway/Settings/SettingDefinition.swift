@@ -59,6 +59,7 @@ public enum SettingDefinitions {
         .init("public-url", help: "The base URL rewritten playlists point at and peers use (default http:// + the listen address)."),
         .init("cache-dir", default: "swarmgate-cache", help: "Folder of the piece cache."),
         .init("memory-cache-size", default: "128MiB", help: "Verified pieces kept in memory as well (0: read every piece from disk)."),
+        .init("manifest-memory", default: "256MiB", help: "Bytes of playlists and MPDs being read from origins at once, in all; past it, a request is answered 503 (Retry-After: 1)."),
         .init("tracker", help: "ws://HOST:PORT/swarm/v1/ws of the tracker; without it, an embedded tracker."),
         .init("prefetch-segments", default: "3", help: "Segments after the one a player reads that are fetched from peers in the background (0: none)."),
         .init("peer-url", help: "Where other nodes fetch this node's pieces, when not at the public URL."),

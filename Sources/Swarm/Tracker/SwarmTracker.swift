@@ -382,25 +382,6 @@ public final class SwarmTracker: Sendable {
         }
     }
 
-    /// A count kept within a bound.
-    final class BoundedCount: Sendable {
-        let bound: Int
-        private let count = Mutex(0)
-
-        init(_ bound: Int) { self.bound = bound }
-
-        /// Adds `n` if the count stays within the bound; whether it did.
-        func take(_ n: Int) -> Bool {
-            count.withLock { c in
-                guard c + n <= bound else { return false }
-                c += n
-                return true
-            }
-        }
-
-        func give(_ n: Int) { count.withLock { $0 -= n } }
-    }
-
     /// Queues the objects of a `prepare` for preparation, then watches the first of them for
     /// the node (`watch`).
     private func prepare(_ m: SwarmMessage, from peer: String) {

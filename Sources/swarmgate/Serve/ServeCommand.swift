@@ -27,6 +27,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("allow-origin"), help: "Origin hosts that may be fetched: host, host:port or *.suffix, comma-separated or the flag repeated.") var allowOrigin: [String] = []
     @Option(name: .customLong("inherit-query"), help: "Playlist query parameters copied onto its URIs: names or *.") var inheritQuery: String?
     @Option(name: .customLong("key-uris"), help: "EXT-X-KEY URIs: origin or proxy.") var keyURIs: String?
+    @Option(name: .customLong("manifest-memory"), help: "Bytes of playlists and MPDs being read from origins at once, in all (default 256MiB); past it, 503.") var manifestMemory: String?
     @Option(name: .customLong("cors-origins"), help: "Web pages whose players may read what it serves (CORS): * (default), none, or origins such as https://www.example.com, comma-separated.") var corsOrigins: String?
     @Option(name: .customLong("app-id"), help: "The app id nodes and tracker share.") var appID: String?
     @Option(name: .customLong("app-secret-file"), help: "A file holding the app secret (or set SWARMGATE_APP_SECRET).") var appSecretFile: String?
@@ -62,6 +63,7 @@ struct ServeCommand: AsyncParsableCommand {
         f["inherit-query"] = inheritQuery
         f["key-uris"] = keyURIs
         f["cors-origins"] = corsOrigins
+        f["manifest-memory"] = manifestMemory
         f["app-id"] = appID
         f["app-secret-file"] = appSecretFile
         f["admin-token-file"] = adminTokenFile
