@@ -6,18 +6,11 @@ import Testing
 /// them being read at once are bounded too (`--manifest-memory`): distinct URLs, or long
 /// polls, each held one, without end. Past the bound a request is answered 503 with
 /// `Retry-After`, and what a read took is given back when it ends.
-@Suite("Manifest memory", .serialized)
-final class ManifestMemoryTests {
-    let origin: LiveProcess
-    let originPort: Int
-
-    init() async throws {
-        (origin, originPort) = try await Live.objectOrigin()
-    }
-
-    deinit { origin.stop() }
-
+@Suite("Manifest memory")
+struct ManifestMemoryTests {
     @Test func manifestsBeingReadAreBoundedInAllAndTheirBytesGivenBack() async throws {
+        let (origin, originPort) = try await Live.objectOrigin()
+        defer { origin.stop() }
         let (g, port) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(originPort)", "--manifest-memory", "1MiB"])
         defer { g.stop() }
         func playlist(_ segments: Int) -> String {
