@@ -67,6 +67,8 @@ final class CORSTests {
         #expect(listed.headers["vary"]?.contains("Origin") == true, "a shared cache keeps one answer per page")
         let other = try await HTTP.get(url, headers: ["Origin": "https://c.example"])
         #expect(other.status == 200 && other.headers["access-control-allow-origin"] == nil)
+        let noPage = try await HTTP.get(url)
+        for r in [other, noPage] { #expect(r.headers["vary"]?.contains("Origin") == true, "a page not listed, or none: \(r.headers)") }
         let preflight = try await HTTP.get(url, headers: ["Origin": "https://c.example", "Access-Control-Request-Method": "GET"], method: "OPTIONS")
         #expect(preflight.headers["access-control-allow-origin"] == nil && preflight.headers["access-control-allow-methods"] == nil)
     }

@@ -205,11 +205,11 @@ final class SwarmTransferTests {
         return FarFromOrigin(origin: origin, originPort: originPort, tracker: t, node: n, port: port, list: list)
     }
 
-    func playedOnA(_ name: String, segments: Int, bFlags: [String] = []) async throws -> PlayedOnA {
+    func playedOnA(_ name: String, segments: Int, bFlags: [String] = [], bCache: String = Live.cacheFolder()) async throws -> PlayedOnA {
         let (origin, originPort) = try await Live.objectOrigin()
         let (t, trackerPort) = try await tracker(dir: Live.cacheFolder(), originPort: originPort)
         let (a, portA) = try await node(trackerPort: trackerPort, originPort: originPort)
-        let (b, portB) = try await node(trackerPort: trackerPort, originPort: originPort, bFlags)
+        let (b, portB) = try await node(trackerPort: trackerPort, originPort: originPort, bFlags, cache: bCache)
         let list = Self.playlist(name, originPort: originPort, segments: segments)
         let swarm = PlayedOnA(origin: origin, originPort: originPort, tracker: t, trackerPort: trackerPort, a: a, portA: portA, b: b, portB: portB, playlist: list)
         do {
@@ -1277,6 +1277,29 @@ final class SwarmTransferTests {
         for (k, p) in played.enumerated() { #expect(p.seconds < 0.5 + 1.5, "segment \(k) took \(p.seconds) s") }
         let fallbacks = try await Self.stat(bPort)["fallbacks"] as? [String: Int] ?? [:]
         #expect(fallbacks["deadline", default: 0] + fallbacks["peers_failed", default: 0] > 0, "\(fallbacks)")
+    }
+
+    /// A node whose checksums are due for revalidation drops them and still serves its player
+    /// with them (a node logged in to a tracker): the pieces it fetches are kept all the same,
+    /// so it holds them and is a holder. A check of the registry's copy before keeping a
+    /// piece (against pieces of a dropped copy) kept none of them then.
+    @Test func piecesFetchedWhileTheirChecksumsAreRevalidatedAreKept() async throws {
+        let cache = Live.cacheFolder()
+        let swarm = try await playedOnA("reval", segments: 2, bFlags: ["--revalidate-after", "1", "--prefetch-segments", "0"], bCache: cache)
+        defer { swarm.stop() }
+        // B reads the playlist: the tracker tells it of the ready checksums, unasked; B holds
+        // no piece yet. Once they are a second old, its player asks for the segments.
+        let list = try await HTTP.get("http://127.0.0.1:\(swarm.portB)\(swarm.playlist)")
+        let urls = Self.segmentURLs(list)
+        try #require(urls.count == 2)
+        try await Task.sleep(for: .milliseconds(1500))
+        for (k, url) in urls.enumerated() {
+            let r = try await HTTP.get(url)
+            #expect(r.status == 200 && r.body == Self.segment("reval", k), "segment \(k): \(r.status)")
+        }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try Live.dataFiles(in: cache).count < 2 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(try Live.dataFiles(in: cache).count == 2, "both segments kept")
     }
 
     /// A holder whose machine is gone (its connections never complete) costs a piece its

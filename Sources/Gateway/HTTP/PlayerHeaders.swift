@@ -61,10 +61,12 @@ enum PlayerHeaders {
         // An origin's page (text/html at a media path) must not run as the gateway's own:
         // browsers guess no type, and /jobs and the upload switch answer loopback callers.
         headers[contentTypeOptions] = "nosniff"
+        // Under a list, every answer depends on the page, allowed or not, or sent by none (a
+        // `<video>`, Safari's own HLS): a shared cache before the gateway keeps one per page.
+        if case .only = policy { headers.append(HTTPField(name: .vary, value: "Origin")) }
         guard let allowed = policy.allowed(origin) else { return }
         headers[.accessControlAllowOrigin] = allowed
         headers[.accessControlExposeHeaders] = exposed
-        if allowed != "*" { headers.append(HTTPField(name: .vary, value: "Origin")) }
     }
 
     /// The answer to a preflight (`OPTIONS` with `Access-Control-Request-Method`) on a

@@ -743,13 +743,16 @@ public final class SwarmNode: Sendable {
     }
 
     private func keep(_ key: ObjectKey, _ checksums: PieceChecksums, _ index: Int, _ bytes: [UInt8]) {
-        // Of the copy the registry holds now only: a fetch begun against a copy dropped since
-        // (the origin's changed) still hands its response the piece it verified, but must not
-        // store it, where it would make the object again, be announced, and (a copy of another
-        // length) wipe the new copy's pieces.
-        guard let ready = registry.ready(key)?.checksums, ready.layout == checksums.layout,
-            ready.digests[index] == checksums.digests[index]
-        else { return }
+        // Not against another copy the registry holds now: a fetch begun against a copy
+        // dropped since (the origin's changed) still hands its response the piece it verified,
+        // but must not store it over the new copy (one of another length wiped the new copy's
+        // pieces). With no copy ready it is kept: a node's entry is dropped for revalidation
+        // (`revalidateIfDue`) while its players are still served with it.
+        if let ready = registry.ready(key)?.checksums,
+            ready.layout != checksums.layout || ready.digests[index] != checksums.digests[index]
+        {
+            return
+        }
         do {
             try store.store(key, layout: checksums.layout, piece: index, bytes: bytes)
         } catch where error.code != .full {  // a full disk: the store logs it
