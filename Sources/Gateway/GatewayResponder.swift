@@ -167,11 +167,12 @@ public final class GatewayResponder: HTTPResponder {
 
     /// Whether `request` may use the operator's endpoints (`AdminAccess`).
     func adminVerdict(_ request: Request, _ context: GatewayRequestContext) -> AdminAccess.Verdict {
-        let fetchSite = HTTPField.Name("Sec-Fetch-Site")!
-        return admin.verdict(
+        admin.verdict(
             remote: context.remoteAddress, authorization: request.headers[.authorization],
-            fromWebPage: AdminAccess.isFromWebPage(origin: request.headers[.origin], fetchSite: request.headers[fetchSite]))
+            fromWebPage: AdminAccess.isFromWebPage(origin: request.headers[.origin], fetchSite: request.headers[Self.fetchSite]))
     }
+
+    static let fetchSite = HTTPField.Name("Sec-Fetch-Site")!
 
     /// This process's name in the `Via` header of its origin requests (`swarmgate-` and eight
     /// random hex digits): a request that carries it came from this gateway.
@@ -199,11 +200,11 @@ public final class GatewayResponder: HTTPResponder {
         return path != "/xdfs.p2p.com/feature" && segments.count == 2 && ProxyURL.VirtualHost(rawValue: String(segments[0])) != nil
     }
 
-    /// Counts and logs an answer: one structured line per request.
-    /// Answers on players' paths (proxy URLs) get `PlayerHeaders`.
+    /// Counts and logs an answer: one structured line per request. Answers on players' paths
+    /// (proxy URLs) get `PlayerHeaders`.
     func finish(_ response: Response, request: Request, route: String, xresid: String?, start: ContinuousClock.Instant) -> Response {
         var response = response
-        if route != "preflight" && Self.isProxyPath(request.uri.description.prefix { $0 != "?" }) {
+        if Self.isProxyPath(request.uri.description.prefix { $0 != "?" }) {
             PlayerHeaders.add(to: &response.headers, origin: request.headers[.origin], policy: configuration.corsOrigins)
         }
         stats.countRequest(route: route, status: Int(response.status.code))

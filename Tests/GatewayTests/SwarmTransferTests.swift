@@ -123,12 +123,23 @@ final class SwarmTransferTests {
         return (0..<segments).map { ObjectKey(xresid: xresid, host: host, path: "/obj/\(name)/seg\($0).ts").id }
     }
 
-    /// A peer that logs in with the right secret and claims objects (`have`); its pieces come
-    /// from `url` (object_origin.py's lying or slow peer). `announced` runs once the tracker
-    /// has taken the claim.
-    static func fakePeer(_ ws: String, id: String, url: String, have: SwarmMessage, announced: @escaping @Sendable () -> Void) -> Task<[SwarmMessage], any Error> {
+    /// A peer that logs in with the right secret and claims every segment of VOD `name`
+    /// (`have`); its pieces come from `url` (object_origin.py's lying, slow or unreachable
+    /// peer). Returns once the tracker has taken the claim (or the exchange ended); cancelling
+    /// the task ends its session.
+    static func fakePeer(
+        trackerPort: Int, id: String, url: String, claiming name: String, originPort: Int, segments: Int
+    ) async -> Task<[SwarmMessage], any Error> {
+        let have = SwarmMessage.have(objectIDs(name, originPort: originPort, segments: segments))
         let messages = [SwarmMessage.login(LoginProof.sign(appID: "swarmgate", peerID: id, secret: secret), url: url), have, SwarmMessage(type: "ping")]
-        return Task { try await WSExchange.run(ws, send: messages, replies: 2, hold: .seconds(20), onReplies: announced) }
+        let (announced, signal) = AsyncStream.makeStream(of: Void.self)
+        let exchange = Task {
+            defer { signal.finish() }
+            return try await WSExchange.run(
+                "ws://127.0.0.1:\(trackerPort)/swarm/v1/ws", send: messages, replies: 2, hold: .seconds(20), onReplies: { signal.yield() })
+        }
+        for await _ in announced { break }
+        return exchange
     }
 
     /// The origin sent every segment of `covering` and none past `upTo` (read-ahead's window).
@@ -1129,12 +1140,11 @@ final class SwarmTransferTests {
         _ = try await Self.play(port: seederPort, playlist: Self.playlist("lies", originPort: originPort, segments: segments))
         // The liar logs in with the right secret, claims every segment, and answers every
         // piece request with garbage (object_origin.py's /peer/v1/).
-        let have = SwarmMessage.have(Self.objectIDs("lies", originPort: originPort, segments: segments))
         let ws = "ws://127.0.0.1:\(trackerPort)/swarm/v1/ws"
-        let (announced, signal) = AsyncStream.makeStream(of: Void.self)
-        let liar = Self.fakePeer(ws, id: "liar", url: "http://127.0.0.1:\(originPort)\(liarPath)", have: have) { signal.yield() }
+        let liar = await Self.fakePeer(
+            trackerPort: trackerPort, id: "liar", url: "http://127.0.0.1:\(originPort)\(liarPath)", claiming: "lies", originPort: originPort,
+            segments: segments)
         defer { liar.cancel() }
-        for await _ in announced { break }
         let (player, playerPort) = try await node(trackerPort: trackerPort, originPort: originPort)
         defer { player.stop() }
         let played = try await Self.play(port: playerPort, playlist: Self.playlist("lies", originPort: originPort, segments: segments))
@@ -1261,13 +1271,10 @@ final class SwarmTransferTests {
         let (a, aPort) = try await node(trackerPort: trackerPort, originPort: originPort)
         _ = try await Self.play(port: aPort, playlist: list)
         // A slow peer (10 KB/s) claims everything; the node that held it all dies.
-        let have = SwarmMessage.have(Self.objectIDs("faults", originPort: originPort, segments: segments))
-        let (announced, signal) = AsyncStream.makeStream(of: Void.self)
-        let slow = Self.fakePeer("ws://127.0.0.1:\(trackerPort)/swarm/v1/ws", id: "slow", url: "http://127.0.0.1:\(originPort)/slow", have: have) {
-            signal.yield()
-        }
+        let slow = await Self.fakePeer(
+            trackerPort: trackerPort, id: "slow", url: "http://127.0.0.1:\(originPort)/slow", claiming: "faults", originPort: originPort,
+            segments: segments)
         defer { slow.cancel() }
-        for await _ in announced { break }
         a.stop(signal: SIGKILL)
         let (b, bPort) = try await node(trackerPort: trackerPort, originPort: originPort, ["--peer-deadline", "0.5"])
         defer { b.stop() }
@@ -1315,13 +1322,9 @@ final class SwarmTransferTests {
         // holders handed out as often ("0" before "node-").
         let blackhole = try JSONSerialization.jsonObject(with: try await HTTP.get("http://127.0.0.1:\(originPort)/__blackhole").body) as? [String: Int]
         let port = try #require(blackhole?["port"])
-        let have = SwarmMessage.have(Self.objectIDs("gone", originPort: originPort, segments: segments))
-        let (announced, signal) = AsyncStream.makeStream(of: Void.self)
-        let gone = Self.fakePeer("ws://127.0.0.1:\(trackerPort)/swarm/v1/ws", id: "0-gone", url: "http://127.0.0.1:\(port)", have: have) {
-            signal.yield()
-        }
+        let gone = await Self.fakePeer(
+            trackerPort: trackerPort, id: "0-gone", url: "http://127.0.0.1:\(port)", claiming: "gone", originPort: originPort, segments: segments)
         defer { gone.cancel() }
-        for await _ in announced { break }
         expectCorrect(try await Self.play(port: swarm.portB, playlist: swarm.playlist), "gone", segments: segments)
         let stat = try await Self.stat(swarm.portB)
         #expect(stat["p2pBytes"] as? Int == segments * 200_000, "every piece from a live holder: \(stat)")

@@ -329,9 +329,10 @@ public final class SwarmTracker: Sendable {
             let announced = state.withLock { s -> [String] in
                 guard let held = s.sessions[peer]?.objects.count else { return [] }
                 let room = min(maxObjectsPerSession - held, maxAnnouncedObjects - s.announced)
-                let taken = Array((m.objects ?? []).lazy.filter(ObjectKey.isID).prefix(max(0, room)))
-                s.changeObjects(of: peer) { $0.formUnion(taken.lazy.compactMap(HeldID.init)) }
-                return taken
+                // Each id read once: `HeldID` takes object ids only.
+                let taken = Array((m.objects ?? []).lazy.compactMap { id in HeldID(id).map { (id, $0) } }.prefix(max(0, room)))
+                s.changeObjects(of: peer) { $0.formUnion(taken.lazy.map(\.1)) }
+                return taken.map(\.0)
             }
             tellDropped(announced, to: peer)
             // Objects just stored mean a player got there: read-ahead moves on. Everything a
