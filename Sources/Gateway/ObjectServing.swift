@@ -103,7 +103,7 @@ extension GatewayResponder {
         let deadline = max(budget - (ContinuousClock.now - asked), budget / 4)
         let firstIndex = layout.index(at: first)
         let lastIndex = layout.index(at: first + count - 1)
-        var started: [Int: Task<(ByteBuffer, TrafficStats.Source), any Error>] = [:]
+        var started: [Int: Task<ByteBuffer, any Error>] = [:]
         if firstIndex < lastIndex && !node.store.has(key, piece: firstIndex) {
             for j in (firstIndex + 1)...min(firstIndex + Self.piecesInFlight - 1, lastIndex) where !node.store.has(key, piece: j) {
                 started[j] = Task { try await self.piece(key, j, checksums: checksums, url: url, deadline: deadline) }
@@ -111,7 +111,7 @@ extension GatewayResponder {
         }
         // The first piece before the head goes out: an origin that cannot fill it still gets
         // an error status rather than an aborted 200.
-        let firstPiece: (ByteBuffer, TrafficStats.Source)
+        let firstPiece: ByteBuffer
         do {
             firstPiece = try await piece(key, firstIndex, checksums: checksums, url: url, deadline: deadline)
         } catch {
@@ -137,7 +137,7 @@ extension GatewayResponder {
             status: status, headers: headers,
             body: ResponseBody(contentLength: Int(count)) { writer in
                 var offset = start
-                var next: (ByteBuffer, TrafficStats.Source)? = firstPiece
+                var next: ByteBuffer? = firstPiece
                 // Missing pieces ahead of the one being sent, fetched at once.
                 var ahead = startedAhead
                 func fetchAhead(after index: Int) {
@@ -160,35 +160,41 @@ extension GatewayResponder {
                 }
                 while offset < end {
                     let index = layout.index(at: offset)
-                    var buffer: ByteBuffer
-                    var source = TrafficStats.Source.cache
+                    let buffer: ByteBuffer
                     if let n = next {
-                        (buffer, source) = n
+                        buffer = n
                         next = nil
                     } else if let pending = ahead.removeValue(forKey: index) {
                         try await flush()
                         fetchAhead(after: index)
-                        (buffer, source) = try await pending.value
+                        buffer = try await pending.value
                     } else if let held = self.heldPiece(key, index, checksums: checksums) {
                         self.node.served(key, index, checksums: checksums)
                         buffer = held
-                        source = self.prefetchedSource(key, index)
                     } else {
                         try await flush()
                         fetchAhead(after: index)
-                        (buffer, source) = try await self.piece(key, index, checksums: checksums, url: url, deadline: deadline)
+                        buffer = try await self.piece(key, index, checksums: checksums, url: url, deadline: deadline)
                     }
                     let skip = Int(offset - layout.offset(of: index))
                     let take = Int(min(Int64(buffer.readableBytes - skip), end - offset))
                     let part = buffer.getSlice(at: buffer.readerIndex + skip, length: take)!
-                    if source == .cache {
+                    // Where the bytes count is settled as they are sent: a piece fetched for
+                    // a response whose player left before it was sent (an ABR switch, a
+                    // seek) counts as fetched for the first player who gets it.
+                    if let fetched = self.node.takeFetched(key, index) {
+                        try await flush()
+                        do {
+                            try await writer.write(part)
+                        } catch {
+                            self.node.noteFetched(key, index, from: fetched)
+                            throw error
+                        }
+                        self.stats.add(take, from: self.source(of: fetched, xresid: xresid), xresid: xresid)
+                    } else {
                         if batched >= Self.batchBytes { try await flush() }
                         batch.append(part)
                         batched += take
-                    } else {
-                        try await flush()
-                        try await writer.write(part)
-                        self.stats.add(take, from: source, xresid: xresid)
                     }
                     offset += Int64(take)
                 }
@@ -295,32 +301,26 @@ extension GatewayResponder {
     /// The deadline for objects of unknown duration (DASH, single files, unseen playlists).
     public static let unknownDurationDeadline: Duration = .milliseconds(1500)
 
-    /// Where a held piece's bytes count, the first time a player gets it: `.p2p` when a
-    /// prefetch took it from a peer, `.cdn` when the origin sent it with another piece's body
-    /// (an origin that ignores ranges), else `.cache`.
-    func prefetchedSource(_ key: ObjectKey, _ index: Int) -> TrafficStats.Source {
-        switch node.takePrefetched(key, index) {
-        case nil: return .cache
-        case .origin?: return .cdn
-        case .peer(let peer)?:
-            stats.notePeer(peer, xresid: key.xresid)
+    /// Where the bytes of a piece this node fetched count, the first time a player gets it.
+    func source(of fetched: SwarmNode.FetchSource, xresid: String) -> TrafficStats.Source {
+        switch fetched {
+        case .origin: return .cdn
+        case .peer(let peer):
+            stats.notePeer(peer, xresid: xresid)
             return .p2p
         }
     }
 
-    /// One verified piece and where it came from: held by this node, else from peers or the origin.
-    func piece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, deadline: Duration) async throws(SwarmNode.PieceFailure) -> (ByteBuffer, TrafficStats.Source) {
+    /// One verified piece: held by this node, else from peers or the origin (where it came
+    /// from is settled when it is sent: `SwarmNode.takeFetched`).
+    func piece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, deadline: Duration) async throws(SwarmNode.PieceFailure) -> ByteBuffer {
         if let held = heldPiece(key, index, checksums: checksums) {
             // A player's read of a held piece moves a whole-body read of the object on.
             node.served(key, index, checksums: checksums)
-            return (held, prefetchedSource(key, index))
+            return held
         }
-        let got = try await node.obtain(key, index, checksums: checksums, url: url, deadline: deadline)
-        let buffer = ByteBuffer(bytes: got.bytes)
+        let buffer = ByteBuffer(bytes: try await node.obtain(key, index, checksums: checksums, url: url, deadline: deadline))
         hotPieces.put(key, index, digest: checksums.digests[index], buffer)
-        if got.held { return (buffer, prefetchedSource(key, index)) }
-        guard let peer = got.peer else { return (buffer, .cdn) }
-        stats.notePeer(peer, xresid: key.xresid)
-        return (buffer, .p2p)
+        return buffer
     }
 }

@@ -1099,6 +1099,56 @@ final class SwarmTransferTests {
         #expect(stat["cacheBytes"] as? Int == 19 * size, "\(stat)")
     }
 
+    /// A player who leaves before its response is sent (an ABR switch, a seek) leaves the
+    /// pieces fetched for it in the store: the next player served them counts their bytes as
+    /// fetched. They were counted by no one: the response that began a fetch had settled
+    /// the source, and its write failed.
+    @Test func piecesFetchedForAPlayerWhoLeftCountForTheNextOne() async throws {
+        let swarm = try await twoNodes()
+        defer { swarm.stop() }
+        let (size, piece) = (450_000, 65_536)
+        let path = "/obj/left-\(UUID().uuidString.prefix(8)).ts?size=\(size)"
+        let want = try await HTTP.get("http://127.0.0.1:\(swarm.originPort)\(path)").body
+        // Ready at the tracker, through A; B holds none of it.
+        let ready = try await Live.whenReady("http://127.0.0.1:\(swarm.portA)/hls.vod.p2p.com/127.0.0.1:\(swarm.originPort)\(path)")
+        #expect(ready.status == 200 && ready.body == want)
+        func uploads() async throws -> Int {
+            var sum = 0
+            for port in [swarm.trackerPort, swarm.portA] { sum += try await Self.stat(port)["uploadBytes"] as? Int ?? 0 }
+            return sum
+        }
+        let uploadsBefore = try await uploads()
+        // The first player asks B and hangs up at once: B fetches the first piece and the
+        // three after it from its peers (the tracker's seed, A), and sends them nowhere.
+        let fd = try HTTP.connectLoopback(port: swarm.portB)
+        let request = Array("GET /hls.vod.p2p.com/127.0.0.1:\(swarm.originPort)\(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+        _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+        close(fd)
+        let deadline = ContinuousClock.now + .seconds(10)
+        var uploaded = 0
+        while uploaded < 4 * piece && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+            uploaded = try await uploads() - uploadsBefore
+        }
+        #expect(uploaded >= 4 * piece, "peers sent B the pieces its first player asked for")
+        try await Task.sleep(for: .milliseconds(300))
+        // What B's socket took for the first player before it saw the hang-up (a piece or
+        // two) counts for it; the rest of what came from peers was sent nowhere.
+        func delivered(_ stat: [String: Any]) -> (fetched: Int, all: Int) {
+            let fetched = (stat["p2pBytes"] as? Int ?? 0) + (stat["cdnBytes"] as? Int ?? 0)
+            return (fetched, fetched + (stat["cacheBytes"] as? Int ?? 0))
+        }
+        let first = delivered(try await Self.stat(swarm.portB))
+        #expect(first.all < uploaded, "B sent the first player less than it fetched for it")
+        // The next player gets the whole object: every byte of it was fetched once, and counts
+        // once as fetched (the pieces fetched for the player who left, for this one).
+        let second = try await HTTP.get("http://127.0.0.1:\(swarm.portB)/hls.vod.p2p.com/127.0.0.1:\(swarm.originPort)\(path)")
+        #expect(second.status == 200 && second.body == want)
+        let stat = try await Self.stat(swarm.portB)
+        #expect(delivered(stat).fetched == size, "\(stat)")
+        #expect(delivered(stat).all == size + first.all, "\(stat)")
+    }
+
     @Test func whileAPlayerReadsASegmentTheNextThreeComeFromPeersAhead() async throws {
         let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }

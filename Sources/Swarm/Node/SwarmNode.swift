@@ -35,7 +35,7 @@ public final class SwarmNode: Sendable {
     let onFallback: @Sendable (FallbackReason) -> Void
     /// Requests for a missing piece, to the tracker and to peers, one at a time per piece (or
     /// object): a player's request joins one already under way, a prefetch's included.
-    private let pieceFlights = SingleFlight<Result<ObtainedPiece, PieceFailure>>()
+    private let pieceFlights = SingleFlight<Result<[UInt8], PieceFailure>>()
     /// Rechecks under way, and when each object was last checked for a node that said its
     /// origin copy changed.
     private let rechecks = Mutex<(running: Int, waiting: [CheckedContinuation<Void, Never>], last: [String: ContinuousClock.Instant])>((0, [], [:]))
@@ -54,11 +54,11 @@ public final class SwarmNode: Sendable {
     private let wantFlights = SingleFlight<[SwarmPeer]>()
     private let peerFlights = SingleFlight<PeerOutcome>()
     private let swarm = Mutex(SwarmState())
-    /// Pieces had ahead of any player and not served yet, with where they came from: a peer
-    /// (a prefetch), whose bytes count as the swarm's when a player gets them, or the origin
-    /// (its whole body read for another piece: `WholeBodyRead`), whose bytes count as the CDN's.
-    private let prefetched = Mutex<[String: AheadSource]>([:])
-    private let prefetchedCount = Atomic<Int>(0)
+    /// Pieces this node fetched and no player has been served yet, with where they came from:
+    /// a peer, whose bytes count as the swarm's when the first player gets them, or the
+    /// origin, whose bytes count as the CDN's (`takeFetched`).
+    private let fetched = Mutex<[String: FetchSource]>([:])
+    private let fetchedCount = Atomic<Int>(0)
     /// Origin bodies being read whole for their pieces, by object id, with the copy they are
     /// checked against;
     /// also the first piece request to an origin seen to ignore ranges, which the object's
@@ -143,21 +143,10 @@ public final class SwarmNode: Sendable {
         }
     }
 
-    /// Where a piece had ahead of any player came from.
-    public enum AheadSource: Sendable, Equatable {
+    /// Where a piece this node fetched came from.
+    public enum FetchSource: Sendable, Equatable {
         case peer(String)
         case origin
-    }
-
-    /// A verified piece and where it came from.
-    public struct ObtainedPiece: Sendable {
-        public var bytes: [UInt8]
-        /// The peer id that sent it; nil: the origin (or the store, when `held`).
-        public var peer: String?
-        /// Read from the store (a fetch that ended just before this one began had kept it: a
-        /// prefetch's, if the store says so, `takePrefetched`), or had from a fetch under way
-        /// for another request, which joined it: this request's bytes cost nothing more.
-        public var held = false
     }
 
     /// How long a want's answer is reused for further pieces of the object.
@@ -450,8 +439,10 @@ public final class SwarmNode: Sendable {
     /// Piece `index` of a ready object when the store does not hold it: from peers within the
     /// deadline, else from `url` by range; verified against the registry's checksum, kept,
     /// returned. Concurrent calls for one piece (against the same checksum) share one fetch.
-    public func obtain(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, deadline: Duration? = nil) async throws(PieceFailure) -> ObtainedPiece {
-        let (result, joined) = await pieceFlights.runShared(Self.flightKey(key, index, checksums)) {
+    /// Where it came from is noted for the first player served it (`takeFetched`), whichever
+    /// of the calls that is: the one that began the fetch may never send it (its player left).
+    public func obtain(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, deadline: Duration? = nil) async throws(PieceFailure) -> [UInt8] {
+        try await pieceFlights.run(Self.flightKey(key, index, checksums)) {
             // The origin's whole body is being read for another piece, and reaches this one
             // soon: it comes with it (a probe, or a read far short of it, leaves the peers
             // asked first).
@@ -460,10 +451,8 @@ public final class SwarmNode: Sendable {
             {
                 return got
             }
-            switch await self.fromPeers(key, index, checksums: checksums, deadline: deadline ?? self.peerDeadline, prefetch: false) {
+            switch await self.fromPeers(key, index, checksums: checksums, deadline: deadline ?? self.peerDeadline) {
             case .piece(let piece):
-                // A prefetch this request joined: the piece is served now, not later.
-                _ = self.takePrefetched(key, index)
                 return .success(piece)
             case .held:
                 if let held = self.heldPiece(key, index, checksums: checksums) { return .success(held) }
@@ -477,20 +466,14 @@ public final class SwarmNode: Sendable {
             } catch {
                 return .failure(error)
             }
-        }
-        var got = try result.get()
-        // Fetched once, for the run's own caller: to the others who joined it, the bytes are
-        // this node's already, as a piece read from the store (twenty players of a new live
-        // segment were each counted as fetching it from the origin).
-        if joined { (got.peer, got.held) = (nil, true) }
-        return got
+        }.get()
     }
 
-    /// Piece `index` of `key` read from the store (verified there), as a held piece.
-    private func heldPiece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums) -> ObtainedPiece? {
+    /// Piece `index` of `key` read from the store (verified there).
+    private func heldPiece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums) -> [UInt8]? {
         var bytes = [UInt8](repeating: 0, count: checksums.layout.size(of: index))
         let read = bytes.withUnsafeMutableBytes { store.readPiece(key, index, checksums: checksums, into: $0) }
-        return read == nil ? nil : ObtainedPiece(bytes: bytes, peer: nil, held: true)
+        return read == nil ? nil : bytes
     }
 
     // MARK: prefetch
@@ -527,35 +510,35 @@ public final class SwarmNode: Sendable {
         // Every missing piece at once, as a player's response asks for them.
         await withTaskGroup(of: Void.self) { group in
             for index in 0..<checksums.layout.count where !store.has(key, piece: index) {
-                group.addTask { _ = await self.fromPeers(key, index, checksums: checksums, deadline: deadline, prefetch: true) }
+                group.addTask { _ = await self.fromPeers(key, index, checksums: checksums, deadline: deadline) }
             }
         }
     }
 
-    /// Remembers that piece `index` of `key` came from `source` ahead of any player (before
-    /// the piece is kept, so that the first player to read it sees where it came from).
-    private func notePrefetched(_ key: ObjectKey, _ index: Int, from source: AheadSource) {
-        prefetched.withLock { p in
+    /// Notes that this node fetched piece `index` of `key` from `source`, for the first player
+    /// served it (before the piece is kept, so that a player reading it from the store at
+    /// once sees where it came from). A fetch again (the piece was evicted unserved) notes
+    /// its own source. Also what a response whose write of the piece failed gives back.
+    public func noteFetched(_ key: ObjectKey, _ index: Int, from source: FetchSource) {
+        fetched.withLock { p in
             // The count follows the table under its lock: cleared without it, the count
             // never came back to 0, and every held piece served looked in the table.
             if p.count >= 100_000 {
-                prefetchedCount.subtract(p.count, ordering: .relaxed)
+                fetchedCount.subtract(p.count, ordering: .relaxed)
                 p.removeAll()
             }
-            let at = key.id + "#\(index)"
-            guard p[at] == nil else { return }
-            p[at] = source
-            prefetchedCount.add(1, ordering: .relaxed)
+            if p.updateValue(source, forKey: key.id + "#\(index)") == nil { fetchedCount.add(1, ordering: .relaxed) }
         }
     }
 
-    /// Where held piece `index` of `key` came from, if it came ahead of any player (a
-    /// prefetch's peer, or the origin) and this is the first time it is served.
-    public func takePrefetched(_ key: ObjectKey, _ index: Int) -> AheadSource? {
-        guard prefetchedCount.load(ordering: .relaxed) > 0 else { return nil }
-        return prefetched.withLock { p in
+    /// Where piece `index` of `key` came from, if this node fetched it (from a peer, or the
+    /// origin) and no player has been served it yet: the first player's bytes of it count as
+    /// fetched, every later one's as this node's.
+    public func takeFetched(_ key: ObjectKey, _ index: Int) -> FetchSource? {
+        guard fetchedCount.load(ordering: .relaxed) > 0 else { return nil }
+        return fetched.withLock { p in
             guard let source = p.removeValue(forKey: key.id + "#\(index)") else { return nil }
-            prefetchedCount.subtract(1, ordering: .relaxed)
+            fetchedCount.subtract(1, ordering: .relaxed)
             return source
         }
     }
@@ -564,7 +547,7 @@ public final class SwarmNode: Sendable {
 
     /// What asking the peers for a piece came to.
     enum PeerOutcome: Sendable {
-        case piece(ObtainedPiece)
+        case piece([UInt8])
         /// The store holds it already: a fetch for it ended between the caller's look at the
         /// store and this one (a player's and a prefetch's requests race so), and kept it.
         case held
@@ -576,13 +559,13 @@ public final class SwarmNode: Sendable {
     /// player's and a prefetch's alike): the first peer that sends it verified within
     /// `deadline`, kept in the store. A request that joins a fetch under way gets that fetch's
     /// deadline (both are the segment's peer deadline, counted from the earlier start).
-    private func fromPeers(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, deadline: Duration, prefetch: Bool) async -> PeerOutcome {
+    private func fromPeers(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, deadline: Duration) async -> PeerOutcome {
         await peerFlights.run(Self.flightKey(key, index, checksums)) {
-            await self.askPeers(key, index, checksums: checksums, deadline: deadline, prefetch: prefetch)
+            await self.askPeers(key, index, checksums: checksums, deadline: deadline)
         }
     }
 
-    private func askPeers(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, deadline: Duration, prefetch: Bool) async -> PeerOutcome {
+    private func askPeers(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, deadline: Duration) async -> PeerOutcome {
         // A fetch that ended since the caller looked kept the piece before it ended: never
         // take a piece from peers twice.
         if store.has(key, piece: index) { return .held }
@@ -665,9 +648,9 @@ public final class SwarmNode: Sendable {
                 Task { await link.report(peer.peerId, object: key.id, piece: index) }
                 continue
             }
-            if prefetch { notePrefetched(key, index, from: .peer(peer.peerId)) }
+            noteFetched(key, index, from: .peer(peer.peerId))
             keep(key, checksums, index, bytes)
-            return .piece(ObtainedPiece(bytes: bytes, peer: peer.peerId))
+            return .piece(bytes)
         }
         return .none(skippedSlow ? .deadline : .peersFailed)
     }
@@ -764,7 +747,7 @@ public final class SwarmNode: Sendable {
     /// copy changed: the object's checksums are dropped (it is prepared again) and this throws.
     /// An origin that answers the range with its whole body has that body read once for the
     /// object (`wholeBody`).
-    private func fetchPiece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, again: Bool = false) async throws(PieceFailure) -> ObtainedPiece {
+    private func fetchPiece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, again: Bool = false) async throws(PieceFailure) -> [UInt8] {
         let site = Self.site(of: url)
         var probe: WholeBodyRead?
         if wholeOrigins.withLock({ $0.contains(site) }) {
@@ -830,8 +813,9 @@ public final class SwarmNode: Sendable {
             onBadPiece()
             throw originDiffers(key, index, checksums, url: url, "piece \(index) of \(key) from the origin does not match its checksum")
         }
+        noteFetched(key, index, from: .origin)
         keep(key, checksums, index, bytes)
-        return ObtainedPiece(bytes: bytes)
+        return bytes
     }
 
     /// The origin request for piece `index`: its range, no more than the prepared length.
@@ -918,7 +902,7 @@ public final class SwarmNode: Sendable {
     /// it passes, and this fetch and the object's others meanwhile take their pieces from it.
     /// `probe`: the read this fetch began before asking; else a body already being read for
     /// the object is joined (this one is dropped).
-    private func wholeBody(_ response: OriginResponse, _ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, again: Bool, probe: WholeBodyRead?) async throws(PieceFailure) -> ObtainedPiece {
+    private func wholeBody(_ response: OriginResponse, _ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, again: Bool, probe: WholeBodyRead?) async throws(PieceFailure) -> [UInt8] {
         let (read, mine) = probe.map { ($0, true) } ?? wholeRead(key, index, checksums)
         if mine {
             logger.info("the origin sent the whole object for a piece's range; reading it once for every piece", metadata: ["object": "\(key)", "piece": "\(index)"])
@@ -934,8 +918,9 @@ public final class SwarmNode: Sendable {
                 onBadPiece()
                 throw originDiffers(key, index, checksums, url: url, "piece \(index) of \(key) from the origin does not match its checksum")
             }
+            noteFetched(key, index, from: .origin)
             keep(key, checksums, index, bytes)
-            return ObtainedPiece(bytes: bytes)
+            return bytes
         }
         if let error = read.error, error.code != .connection || again { throw .origin(error) }
         guard !again else { throw .origin(OriginError(.connection, "piece \(index) of \(key) was not in the origin's body read for it")) }
@@ -944,9 +929,9 @@ public final class SwarmNode: Sendable {
 
     /// Piece `index` from `read` (or the store, when the read passed it before it was asked
     /// for); nil: neither had it.
-    private func fromWholeRead(_ read: WholeBodyRead, _ key: ObjectKey, _ index: Int, checksums: PieceChecksums) async -> Result<ObtainedPiece, PieceFailure>? {
+    private func fromWholeRead(_ read: WholeBodyRead, _ key: ObjectKey, _ index: Int, checksums: PieceChecksums) async -> Result<[UInt8], PieceFailure>? {
         switch await read.piece(index) {
-        case .piece(let bytes): return .success(ObtainedPiece(bytes: bytes))
+        case .piece(let bytes): return .success(bytes)
         case .failed(let failure): return .failure(failure)
         case .missed: return heldPiece(key, index, checksums: checksums).map { .success($0) }
         }
@@ -1000,9 +985,11 @@ public final class SwarmNode: Sendable {
                     }
                     // Kept before it is handed on: a fetch that comes once the read passed
                     // it finds it in the store.
-                    let held = store.has(key, piece: index)
-                    if !held { keep(key, checksums, index, piece) }
-                    if !read.deliver(index, piece) && !held { notePrefetched(key, index, from: .origin) }
+                    if !store.has(key, piece: index) {
+                        noteFetched(key, index, from: .origin)
+                        keep(key, checksums, index, piece)
+                    }
+                    read.deliver(index, piece)
                     index += 1
                     piece.removeAll(keepingCapacity: true)
                 }

@@ -131,9 +131,8 @@ final class WholeBodyRead: Sendable {
         }
     }
 
-    /// Piece `index`, verified and kept, to the fetches that wait for it. Returns whether one
-    /// wanted it (else it was read ahead of any player).
-    func deliver(_ index: Int, _ bytes: [UInt8]) -> Bool {
+    /// Piece `index`, verified and kept, to the fetches that wait for it.
+    func deliver(_ index: Int, _ bytes: [UInt8]) {
         let waiters = state.withLock { s -> [CheckedContinuation<Outcome, Never>]? in
             s.next = index + 1
             guard let waiters = s.waiting.removeValue(forKey: index) else { return nil }
@@ -141,7 +140,6 @@ final class WholeBodyRead: Sendable {
             return waiters
         }
         for waiter in waiters ?? [] { waiter.resume(returning: .piece(bytes)) }
-        return waiters != nil
     }
 
     /// Ends the read: the pieces still waited for get `outcome` (`.missed` or `.failed`).
