@@ -21,6 +21,26 @@ import Testing
         #expect(run.output.contains("<BaseURL>rep/file.mp4?xresid=stream-1</BaseURL>"))
     }
 
+    /// A relative reference with a dot written "%2e" or with a backslash is resolved here, as
+    /// a browser's player resolves it (WHATWG: `%2e%2e` is "..", `\` is "/"), into an absolute
+    /// proxy URL. Kept relative, its climb was not counted: a player went up into the proxy
+    /// URL's host segment (`…/hls.vod.p2p.com/init.mp4`, `…/hls.vod.p2p.com/other-host/a.m4s`).
+    @Test func aReferencePlayersReadDifferentlyIsResolvedHere() throws {
+        let run = try FixtureRun(mpd("""
+            <BaseURL>https://cdn1.example.com/root/</BaseURL>
+            <Period><AdaptationSet><Representation id="v" bandwidth="1">
+              <SegmentList duration="2"><Initialization sourceURL="%2e%2e/%2E%2e/init.mp4"/>
+                <SegmentURL media="..\\..\\other.example.com\\a.m4s"/><SegmentURL media="segs\\b.m4s"/></SegmentList>
+            </Representation></AdaptationSet></Period>
+            """))
+        let written = ["init.mp4", "other.example.com/a.m4s", "root/segs/b.m4s"].map { "https://cdn1.example.com/" + $0 }
+        for url in written {
+            #expect(run.output.contains("\"" + (try proxied(url)).replacingOccurrences(of: "&", with: "&amp;") + "\""), "\(run.output)")
+        }
+        #expect(run.references.filter { $0.role != .baseURL }.map(\.origin) == written)
+        #expect(!run.output.contains("%2e") && !run.output.contains("\\"))
+    }
+
     @Test func relativeChainWithoutAbsoluteBaseStartsAtTheMPD() throws {
         let run = try FixtureRun(mpd("""
             <Period><BaseURL>../media/</BaseURL>

@@ -95,6 +95,22 @@ struct HLSTagTests {
         #expect(try ProxyURL(requestTarget: "/hls.vod.p2p.com/h/a/b/%2e%2e/c.ts").origin.path == "/a/c.ts")
     }
 
+    /// A backslash in an http(s) reference's path is a slash (WHATWG, as browsers, hls.js and
+    /// dash.js read it): a playlist written on Windows (`segs\a.ts`) names the object players
+    /// ask for, and `..\` climbs a folder. It was written as it was, and a browser's player of
+    /// the rewritten playlist climbed out of the origin's path into the proxy URL's host segment.
+    @Test func backslashesInPathsAreSlashesAsPlayersReadThem() throws {
+        let r = try rewriteHLS(
+            "#EXTM3U\n#EXTINF:4,\nsegs\\a.ts?t=1\\2\n#EXTINF:4,\n..\\..\\..\\other.example.com\\x.ts\n#EXTINF:4,\n\\abs\\c.ts\n",
+            base: "https://cdn.example.com/vod/movie/index.m3u8")
+        #expect(r.references.map(\.origin.string) == [
+            "https://cdn.example.com/vod/movie/segs/a.ts?t=1\\2", "https://cdn.example.com/other.example.com/x.ts", "https://cdn.example.com/abs/c.ts",
+        ])
+        let written = String(decoding: r.output, as: UTF8.self)
+        #expect(written.contains("http://gw/hls.vod.p2p.com/cdn.example.com/other.example.com/x.ts?xresid=s1&xhttps=1\n"))
+        #expect(written.contains("http://gw/hls.vod.p2p.com/cdn.example.com/vod/movie/segs/a.ts?t=1\\2&xresid=s1&xhttps=1\n"), "a query keeps its bytes")
+    }
+
     @Test(arguments: [
         ("#EXT-X-MAP:URI=\"init.mp4\"", "#EXT-X-MAP:URI=\"\(seg)/init.mp4?xresid=s1&xhttps=1\"", HLSReference.Role.map),
         ("#EXT-X-MAP:URI=\"init.mp4\",BYTERANGE=\"720@0\"", "#EXT-X-MAP:URI=\"\(seg)/init.mp4?xresid=s1&xhttps=1\",BYTERANGE=\"720@0\"", .map),
@@ -242,14 +258,17 @@ struct HLSStateTests {
         // too, finds no "{$b}" to expand again.
         #expect(out.contains("/vod/movie/%7B$b%7D.ts?xresid=s1&xhttps=1\n"))
         #expect(!out.contains("/vod/movie/x.ts"))
-        // In a query too: its "{" is encoded (a "}" alone starts no reference), and the
-        // reference's origin URL, which read-ahead fetches, is the URL the player will ask for.
-        // A "{" the line itself holds, with no variable on it, stays as it was.
-        let r = try rewriteHLS("#EXTM3U\n#EXT-X-DEFINE:NAME=\"a\",VALUE=\"{$zz}\"\n#EXTINF:4,\ns.ts?q={$a}&r={x}\n#EXTINF:4,\nt.ts?r={x}\n")
+        // In a query too: the "{" of a "{$" is encoded (a "}" alone starts no reference), and
+        // the reference's origin URL, which read-ahead fetches, is the URL the player will ask
+        // for. Any other "{" stays as the line wrote it, with a variable on the line or a "$"
+        // (one was encoded: the query a signed URL's origin checks changed).
+        let r = try rewriteHLS(
+            "#EXTM3U\n#EXT-X-DEFINE:NAME=\"a\",VALUE=\"{$zz}\"\n#EXTINF:4,\ns.ts?q={$a}&r={x}\n#EXTINF:4,\nt.ts?r={x}\n#EXTINF:4,\nu.ts?f={\"a\":1}&p=$1\n")
         let written = String(decoding: r.output, as: UTF8.self)
-        #expect(written.contains("/vod/movie/s.ts?q=%7B$zz}&r=%7Bx}&xresid=s1"), "\(written)")
+        #expect(written.contains("/vod/movie/s.ts?q=%7B$zz}&r={x}&xresid=s1"), "\(written)")
         #expect(written.contains("/vod/movie/t.ts?r={x}&xresid=s1"), "\(written)")
-        #expect(r.references.map(\.origin.query) == ["q=%7B$zz}&r=%7Bx}", "r={x}"])
+        #expect(written.contains("/vod/movie/u.ts?f={\"a\":1}&p=$1&xresid=s1"), "\(written)")
+        #expect(r.references.map(\.origin.query) == ["q=%7B$zz}&r={x}", "r={x}", "f={\"a\":1}&p=$1"])
     }
 
     @Test func variableErrorsAreNamed() {

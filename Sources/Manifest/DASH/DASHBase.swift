@@ -156,12 +156,15 @@ struct DASHReferenceWriter {
     }
 
     /// For a relative-path reference whose dot segments stay within `limit` directory levels
-    /// above its base, the change in directory depth it makes; nil otherwise.
+    /// above its base, the change in directory depth it makes; nil otherwise, and for a path
+    /// with a dot written "%2e" or a backslash: players differ in reading those (a browser's
+    /// reads `%2e%2e\` as "../"), so such a reference is resolved here, as an absolute proxy URL.
     static func depthChange(_ ref: ArraySlice<UInt8>, _ c: URIComponents, limit: Int) -> Int? {
         guard c.scheme == nil, c.authority == nil, !c.path.isEmpty, ref[c.path.lowerBound] != ASCII.slash else {
             return nil
         }
         let path = ref[c.path]
+        if path.contains(ASCII.backslash) || DotSegments.present(path, encoded: true) { return nil }
         var depth = 0
         var lowest = 0
         var start = path.startIndex

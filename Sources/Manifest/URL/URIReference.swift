@@ -36,6 +36,7 @@ extension UnsafeBufferPointer where Element == UInt8 {
 
 enum ASCII {
     static let slash = UInt8(ascii: "/")
+    static let backslash = UInt8(ascii: "\\")
     static let colon = UInt8(ascii: ":")
     static let question = UInt8(ascii: "?")
     static let hash = UInt8(ascii: "#")
@@ -121,9 +122,10 @@ public enum URLBytes {
 
     /// `appendQuery` for the rewriter's views, as `appendPath`. On a printable line only a
     /// space can need encoding, and memchr finds one: a URI's query is most of its bytes. In a
-    /// query that variables wrote, a `{` is encoded too: the player reads the playlist's
-    /// defines and would expand a `{$x}` that a value held (RFC 8216bis substitutes once, and a
-    /// reference to a variable not defined fails the player's parse).
+    /// query that variables wrote, the `{` of a `{$` is encoded too: the player reads the
+    /// playlist's defines and would expand a `{$x}` that a value held (RFC 8216bis substitutes
+    /// once, and a reference to a variable not defined fails the player's parse). Any other
+    /// `{` stays as written (a signed query holding one would fail at the origin).
     @inline(__always)
     static func appendQuery(_ bytes: ByteView, source: Source = .unknown, to out: inout [UInt8]) {
         let free: Bool
@@ -131,7 +133,18 @@ public enum URLBytes {
         case .unknown: free = querySetFree(bytes)
         case .printableLine: free = bytes.index(of: ASCII.space, from: 0) == bytes.count
         case .expansion:
-            append(bytes, encoding: { isUnsafeInQuery($0) || $0 == UInt8(ascii: "{") }, to: &out)
+            var i = 0
+            while i < bytes.count {
+                let b = bytes[i]
+                if isUnsafeInQuery(b) || (b == UInt8(ascii: "{") && i + 1 < bytes.count && bytes[i + 1] == UInt8(ascii: "$")) {
+                    out.append(UInt8(ascii: "%"))
+                    out.append(hex[Int(b >> 4)])
+                    out.append(hex[Int(b & 0xF)])
+                } else {
+                    out.append(b)
+                }
+                i += 1
+            }
             return
         }
         if free { out.append(contentsOf: bytes) } else { encode(bytes, isUnsafeInQuery, to: &out) }
@@ -217,8 +230,9 @@ struct URIComponents {
     var path: Range<Int>
     var query: Range<Int>?
     var fragment: Range<Int>?
-    /// Whether a segment of the path is "." or ".." (found while scanning, for free).
-    var pathHasDotSegment = false
+    /// Whether the path must be normalized when resolved: a segment of it is "." or ".."
+    /// (found while scanning, for free), or it holds a backslash (`DotSegments`).
+    var pathNeedsNormalizing = false
 
     init(_ b: ByteView) {
         var i = 0
@@ -252,15 +266,19 @@ struct URIComponents {
             if dot == i || b[dot - 1] == ASCII.slash {
                 let n = dot + 1
                 if n == j || b[n] == ASCII.slash || (b[n] == ASCII.dot && (n + 1 == j || b[n + 1] == ASCII.slash)) {
-                    pathHasDotSegment = true
+                    pathNeedsNormalizing = true
                     break
                 }
             }
             dot = b.index(of: ASCII.dot, from: dot + 1, to: j)
         }
-        // A dot may be written "%2e", as players read it too (the WHATWG URL standard).
-        if !pathHasDotSegment && b.index(of: UInt8(ascii: "%"), from: i, to: j) < j {
-            pathHasDotSegment = DotSegments.present(b[i..<j])
+        // A dot may be written "%2e", and a slash "\", as players read them too (the WHATWG
+        // URL standard).
+        if !pathNeedsNormalizing && b.index(of: ASCII.backslash, from: i, to: j) < j {
+            pathNeedsNormalizing = true
+        }
+        if !pathNeedsNormalizing && b.index(of: UInt8(ascii: "%"), from: i, to: j) < j {
+            pathNeedsNormalizing = DotSegments.present(b[i..<j])
         }
         i = j
         query = nil
@@ -331,7 +349,7 @@ struct ResolvedTarget {
         }
     }
 
-    /// Removes dot segments from the path (RFC 3986 5.2.4).
+    /// Removes dot segments from the path (RFC 3986 5.2.4), a backslash read as a slash.
     mutating func normalizePath() {
         var merged = Array(pathHead)
         merged.append(contentsOf: pathTail)
@@ -427,26 +445,26 @@ struct BaseView {
             }
             target = ResolvedTarget(
                 isHTTPS: https, authority: ref.view(a), pathTail: ref.view(c.path), query: c.query.map { ref.view($0) })
-            if c.pathHasDotSegment { target.normalizePath() }
+            if c.pathNeedsNormalizing { target.normalizePath() }
         } else if let a = c.authority {
             target = ResolvedTarget(
                 isHTTPS: isHTTPS, authority: ref.view(a), pathTail: ref.view(c.path), query: c.query.map { ref.view($0) })
-            if c.pathHasDotSegment { target.normalizePath() }
+            if c.pathNeedsNormalizing { target.normalizePath() }
         } else {
             target = ResolvedTarget(isHTTPS: isHTTPS, authority: authority)
             let p = ref.view(c.path)
             if p.isEmpty {
                 target.pathTail = path
                 target.query = c.query.map { ref.view($0) } ?? query
-            } else if p[0] == ASCII.slash {
+            } else if p[0] == ASCII.slash || p[0] == ASCII.backslash {
                 target.pathTail = p
                 target.query = c.query.map { ref.view($0) }
-                if c.pathHasDotSegment { target.normalizePath() }
+                if c.pathNeedsNormalizing { target.normalizePath() }
             } else {
                 target.pathHead = directory
                 target.pathTail = p
                 target.query = c.query.map { ref.view($0) }
-                if c.pathHasDotSegment { target.normalizePath() }
+                if c.pathNeedsNormalizing { target.normalizePath() }
             }
         }
         target.fragment = c.fragment.map { ref.view($0) }
@@ -457,18 +475,21 @@ struct BaseView {
     }
 }
 
-/// RFC 3986 section 5.2.4, remove_dot_segments, with a dot also written "%2e" or "%2E" (the
-/// WHATWG URL standard, which browsers, hls.js and dash.js follow, reads `%2e%2e` as ".."): a
-/// player of a rewritten manifest would otherwise climb out of the origin's path into the
-/// proxy URL's host segment, or ask for another object than read-ahead prepared.
+/// RFC 3986 section 5.2.4, remove_dot_segments, with a dot also written "%2e" or "%2E", and a
+/// slash also written "\" (the WHATWG URL standard, which browsers, hls.js and dash.js follow,
+/// reads `%2e%2e` as ".." and, in an http(s) URL, `\` as "/"): a player of a rewritten
+/// manifest would otherwise climb out of the origin's path into the proxy URL's host segment
+/// (`..\..\other-host\x.ts`), or ask for another object than read-ahead prepared. The
+/// normalized path holds no backslash.
 enum DotSegments {
-    /// Whether any segment of `p` is "." or "..", dots written either way.
-    static func present<C: RandomAccessCollection<UInt8>>(_ p: C) -> Bool where C.Index == Int {
+    /// Whether any segment of `p` is "." or "..", dots written either way (`encoded`: a
+    /// segment with a "%2e").
+    static func present<C: RandomAccessCollection<UInt8>>(_ p: C, encoded: Bool = false) -> Bool where C.Index == Int {
         var start = p.startIndex
         while start <= p.endIndex {
             var end = start
             while end < p.endIndex && p[end] != ASCII.slash { end += 1 }
-            if dots(in: p[start..<end]) > 0 { return true }
+            if dots(in: p[start..<end]) > 0 && (!encoded || end - start > 2) { return true }
             start = end + 1
         }
         return false
@@ -495,6 +516,7 @@ enum DotSegments {
     }
 
     static func remove<C: RandomAccessCollection<UInt8>>(_ input: C) -> [UInt8] where C.Index == Int {
+        if input.contains(ASCII.backslash) { return remove(input.map { $0 == ASCII.backslash ? ASCII.slash : $0 }) }
         // Encoded dots first: each dot segment written with "%2e" becomes "." or "..".
         if input.contains(UInt8(ascii: "%")) {
             var decoded: [UInt8] = []
