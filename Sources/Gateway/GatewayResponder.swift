@@ -331,8 +331,13 @@ public final class GatewayResponder: HTTPResponder {
         // decides, SPEC 1): it is fetched below as one, whole (ffmpeg asks playlists for
         // `bytes=0-`, which would have it sent as it is) and shared by the players who ask at once.
         var manifestAtMediaPath = false
+        // A path without a media extension is a media object too when a playlist listed it as
+        // one (a segment, an init section, a part) or the registry knows it: it was asked of
+        // the origin first to see what it is, a request per object beyond the registry's, and
+        // one with a Range answered 206 went around the cache.
         if !proxy.isKey && !manifestHint
-            && (proxy.virtualHost == .file || Self.hasMediaExtension(path) || node.registry.entry(Self.objectKey(proxy)) != nil)
+            && (proxy.virtualHost == .file || Self.hasMediaExtension(path) || playOrder.lists(Self.objectKey(proxy))
+                || node.registry.entry(Self.objectKey(proxy)) != nil)
         {
             if let served = try await serveObject(
                 proxy, clientRange: clientRange, conditions: Conditions(request.headers), method: request.method,

@@ -1122,6 +1122,28 @@ final class PieceCacheTests {
         #expect(try await jobs(port).isEmpty, "nothing queued")
     }
 
+    /// A segment at a path without an extension that a playlist listed goes to the cache at
+    /// once, as one with a media extension does. It was asked of the origin first to see what
+    /// it was, a GET of the whole object the registry's preparation then repeated (and one
+    /// asked with a Range, answered 206, went around the cache).
+    @Test func aListedSegmentWithoutAnExtensionIsNotAskedOfTheOriginFirst() async throws {
+        // No read-ahead: the registry knows nothing of the segments until a player asks.
+        let (g, port) = try await gateway(["--read-ahead", "0"])
+        defer { g.stop() }
+        let name = "bare-\(UUID().uuidString.prefix(8))"
+        let list = try await HTTP.get(proxied(port, "/vod/\(name).m3u8?segments=2&size=100000&ext="))
+        let urls = list.text.split(separator: "\n").filter { $0.hasPrefix("http") }.map(String.init)
+        #expect(urls.count == 2 && urls[0].contains("/obj/\(name)/seg0?size=100000&token=abc&xresid="), "\(list.text)")
+        let first = try HTTP.raw(port: port, target: String(try #require(urls.first).dropFirst("http://127.0.0.1:\(port)".count)))
+        #expect(first.status == 302 && first.headers["location"] == originBase + "/obj/\(name)/seg0?size=100000&token=abc")
+        let served = try await Live.whenReady(urls[0])
+        let want = try await direct("/obj/\(name)/seg0?size=100000&token=abc")
+        #expect(served.status == 200 && served.body == want)
+        let stats = try await originStats("\(name)/seg0")
+        // The preparation's GET, and the test's own; no other.
+        #expect(stats["full"] as? Int == 2, "\(stats)")
+    }
+
     /// A playlist at a path without an extension is prepared as a playlist (the origin's
     /// answer tells), not kept as an object: it stays rewritten for each request.
     @Test func prepareOfAPlaylistWithoutAnExtensionQueuesItsSegments() async throws {

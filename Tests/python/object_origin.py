@@ -28,7 +28,8 @@ Endpoints:
   /redirect/NAME     302 to /obj/NAME with the same query
   /vod/NAME.m3u8     a VOD media playlist of ?segments=N (default 10) segments of ?size=S
                      bytes (default 200000), 4 s each: /obj/NAME/segK.ts?size=S&token=abc, NAME
-                     percent-decoded (written raw: a space stays a space)
+                     percent-decoded (written raw: a space stays a space); ?ext=E: segKE
+                     (?ext= : segK, a path without an extension)
   /live/NAME.m3u8    a live media playlist (no ENDLIST) of ?segments=N (default 10) segments
                      from ?first=K (default 0): EXT-X-MEDIA-SEQUENCE K, then segK... as /vod/
                      lists them; ?map=1 adds an EXT-X-MAP /obj/NAME/init.mp4?size=1000&token=abc;
@@ -217,7 +218,7 @@ class Handler(BaseHTTPRequestHandler):
         size = int(self.query.get("size", "200000"))
         lines = ["#EXTM3U", "#EXT-X-VERSION:3", "#EXT-X-TARGETDURATION:4", "#EXT-X-PLAYLIST-TYPE:VOD"]
         for k in range(n):
-            lines += ["#EXTINF:4.0,", "/obj/%s/seg%d.ts?size=%d&token=abc" % (name, k, size)]
+            lines += ["#EXTINF:4.0,", "/obj/%s/seg%d%s?size=%d&token=abc" % (name, k, self.query.get("ext", ".ts"), size)]
         lines.append("#EXT-X-ENDLIST")
         self.answer(200, ("\n".join(lines) + "\n").encode(), [("Content-Type", "application/vnd.apple.mpegurl")])
 
