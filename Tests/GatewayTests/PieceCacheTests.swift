@@ -124,6 +124,36 @@ final class PieceCacheTests {
         #expect((stats["ranges"] as? [String])?.filter { $0 == "bytes=262144-327679" }.count == 2, "\(stats)")
     }
 
+    /// A piece fetched again from the origin whose transfer trickles on past its time limit
+    /// (three idle timeouts) is asked for once more, on a new connection: the first transfer
+    /// ran for as long as the origin kept sending a byte within each idle timeout, and every
+    /// player asking for the piece meanwhile (a player's retry too) joined it.
+    @Test func aPieceWhoseOriginTransferTricklesIsAskedForAgain() async throws {
+        let cache = Live.cacheFolder()
+        let (g, port) = try await gateway(cache: cache, ["--memory-cache-size", "0", "--origin-idle-timeout", "1"])
+        defer { g.stop() }
+        let path = "/obj/trickle.ts?size=200000"
+        _ = try await Live.whenReady(proxied(port, path))
+        let want = try await direct(path)
+        try flipByte(at: 70_000, inTheOnlyObjectOf: cache)
+        // From now on the origin sends the object at 15 kB/s: piece 1 (64 KiB) takes 4.4 s, a
+        // byte every 50 ms, over the limit of 3 s.
+        _ = try await HTTP.get(originBase + "/__version?name=trickle.ts&throttle=15000")
+        let url = proxied(port, path)
+        let player = Task { try await HTTP.get(url) }
+        let piece1 = "bytes=65536-131071"
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try await !((originStats("trickle.ts")["ranges"] as? [String] ?? []).contains(piece1)), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        // The trickling transfer runs on at its pace; the next one comes at full speed.
+        _ = try await HTTP.get(originBase + "/__version?name=trickle.ts&throttle=0")
+        let served = try await player.value
+        #expect(served.status == 200 && served.body == want, "\(served.body.count) bytes")
+        let stats = try await originStats("trickle.ts")
+        #expect((stats["ranges"] as? [String])?.filter { $0 == piece1 }.count == 2, "\(stats)")
+    }
+
     /// A Range under an If-Range is sent only if the If-Range names the copy served: its
     /// strong ETag or its Last-Modified; else the whole object comes (RFC 9110 13.1.5), so a
     /// client resuming a download of an older copy does not splice two.

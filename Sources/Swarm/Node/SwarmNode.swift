@@ -766,9 +766,12 @@ public final class SwarmNode: Sendable {
         func endProbe(_ outcome: WholeBodyRead.Outcome) {
             if let probe { endWholeRead(probe, key, outcome) }
         }
+        // A time limit on the whole transfer, but not where the origin is known to send the whole
+        // body (a read of it pauses for its players, and runs as long as they play).
+        let limit = probe == nil ? Self.pieceFetchLimit(idle: origin.configuration.idleTimeout) : nil
         let response: OriginResponse
         do {
-            response = try await origin.fetch(Self.pieceRequest(url, index, checksums.layout))
+            response = try await origin.fetch(Self.pieceRequest(url, index, checksums.layout, limit: limit))
         } catch where error.code == .tooLarge {
             // An origin that ignores ranges and sends a copy larger than the one prepared.
             let failure = originDiffers(key, index, checksums, url: url, "the origin's copy of \(key) is larger than the prepared one")
@@ -799,10 +802,12 @@ public final class SwarmNode: Sendable {
         let bytes: [UInt8]
         do {
             bytes = try await response.body.collect(upTo: checksums.layout.size(of: index))
-        } catch where error.code == .connection && !again {
-            // The connection broke mid-body (the client retries only before the head): a
-            // piece is a small range, asked once more, so that a player's response already
-            // under way is not cut short for one reset.
+        } catch where (error.code == .connection || error.code == .timeout) && !again {
+            // The connection broke mid-body (the client retries only before the head), or
+            // trickled past the piece's time limit: a piece is a small range, asked once more
+            // on a new connection, so that a player's response already under way is not cut
+            // short for one reset or one stalled connection (and the players who joined the
+            // fetch are not held by it without end: a byte every 9 s kept the idle timer going).
             logger.notice("piece from the origin cut short; asking again", metadata: ["object": "\(key)", "piece": "\(index)", "error": "\(error)"])
             return try await fetchPiece(key, index, checksums: checksums, url: url, again: true)
         } catch {
@@ -818,11 +823,19 @@ public final class SwarmNode: Sendable {
         return bytes
     }
 
-    /// The origin request for piece `index`: its range, no more than the prepared length.
-    static func pieceRequest(_ url: String, _ index: Int, _ layout: PieceLayout) -> OriginRequest {
+    /// The origin request for piece `index`: its range, no more than the prepared length, and
+    /// the whole transfer within `limit`.
+    static func pieceRequest(_ url: String, _ index: Int, _ layout: PieceLayout, limit: Duration? = nil) -> OriginRequest {
         let first = layout.offset(of: index)
-        return OriginRequest(url: url, range: .closed(first: first, last: first + Int64(layout.size(of: index)) - 1), maxBodySize: Int64(layout.length))
+        return OriginRequest(
+            url: url, range: .closed(first: first, last: first + Int64(layout.size(of: index)) - 1), timeouts: .init(total: limit),
+            maxBodySize: Int64(layout.length))
     }
+
+    /// How long one piece's transfer from the origin may take: three idle timeouts (30 s by
+    /// default: a 256 KiB piece at under 9 kB/s), then it is asked again once. A player that
+    /// gives up on a segment asks again, and its retry joins this fetch.
+    static func pieceFetchLimit(idle: Duration) -> Duration { idle * 3 }
 
     /// Piece `index` from an origin's 206 or 200 answer (an origin without ranges: read up to
     /// the piece, what comes before it dropped). Shorter when the body is.
