@@ -59,6 +59,8 @@ public final class PieceStore: Sendable {
 
     public let directory: String
     public let capacity: Int64
+    /// The directory's lock, held for the store's life.
+    private let lock: DirectoryLock
     private let database: DatabasePool
     private let state: Mutex<State>
     private let logger: Logger
@@ -117,6 +119,13 @@ public final class PieceStore: Sendable {
     /// Opens (or creates) the store in `directory`, bounded to `capacity` bytes of pieces.
     /// Data files without an index row, and rows whose file is gone, are cleaned away.
     /// `onCorruptPiece` hears of every stored piece that failed verification.
+    ///
+    /// Throws `.inUse` when another process has the directory open: opening it cleans away
+    /// what the index does not list yet and evicts down to this store's bound, which took the
+    /// running process's newest pieces and, for a smaller bound, most of its cache (a second
+    /// `serve` started by hand, which then failed on its port). An index SQLite cannot read (a
+    /// damaged file, a row no store writes) is set aside as `index.sqlite.damaged` with the
+    /// data files it named: the store starts empty rather than the process not at all.
     public init(directory: String, capacity: Int64, logger: Logger, onCorruptPiece: @escaping @Sendable () -> Void = {}) throws(PieceStoreError) {
         self.directory = directory
         self.capacity = capacity
@@ -131,54 +140,98 @@ public final class PieceStore: Sendable {
         } catch {
             throw PieceStoreError(.io, "cannot create \(directory)/objects: \(Self.reason(error))")
         }
+        lock = try DirectoryLock(directory)
         trash = try Trash(folder: directory + "/trash")
+        var opened: (database: DatabasePool, rows: [Row])
         do {
-            var config = Configuration()
-            config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
-            // A write behind of a store being closed may still hold the lock for a moment.
-            config.busyMode = .timeout(5)
-            database = try DatabasePool(path: directory + "/index.sqlite", configuration: config)
-            try database.write { db in
-                try db.execute(sql: """
-                    CREATE TABLE IF NOT EXISTS pieces_objects (
-                        id TEXT PRIMARY KEY, xresid TEXT NOT NULL, host TEXT NOT NULL, path TEXT NOT NULL,
-                        length INTEGER NOT NULL, piece_size INTEGER NOT NULL, bitmap BLOB NOT NULL,
-                        last_use REAL NOT NULL)
-                    """)
-            }
+            opened = try Self.openIndex(directory)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CORRUPT || error.resultCode == .SQLITE_NOTADB {
+            logger.error(
+                "the piece index is damaged: set aside as index.sqlite.damaged, with the pieces it named; the store starts empty",
+                metadata: ["directory": "\(directory)", "error": "\(error)"])
+            opened = try Self.setAsideAndOpen(directory)
         } catch {
             throw PieceStoreError(.index, "cannot open \(directory)/index.sqlite: \(error)")
         }
+        database = opened.database
         state = Mutex(State())
-        try load()
+        load(opened.rows)
         if let disk = diskSpace(), disk.free - disk.reserve + usedBytes < capacity {
             logger.warning("the piece store's bound is more than its disk can hold: it will evict when the disk fills",
                            metadata: ["directory": "\(directory)", "bound": "\(capacity)", "room": "\(disk.free - disk.reserve + usedBytes)"])
         }
     }
 
-    private func load() throws(PieceStoreError) {
-        let rows: [Row]
-        do {
-            rows = try database.read { db in try Row.fetchAll(db, sql: "SELECT * FROM pieces_objects ORDER BY last_use") }
-        } catch {
-            throw PieceStoreError(.index, "cannot read the index: \(error)")
+    /// Opens the index in `directory` and reads its rows, oldest use first.
+    private static func openIndex(_ directory: String) throws -> (database: DatabasePool, rows: [Row]) {
+        var config = Configuration()
+        config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+        // A write behind of a store being closed may still hold the lock for a moment.
+        config.busyMode = .timeout(5)
+        let database = try DatabasePool(path: directory + "/index.sqlite", configuration: config)
+        try database.write { db in
+            try db.execute(sql: """
+                CREATE TABLE IF NOT EXISTS pieces_objects (
+                    id TEXT PRIMARY KEY, xresid TEXT NOT NULL, host TEXT NOT NULL, path TEXT NOT NULL,
+                    length INTEGER NOT NULL, piece_size INTEGER NOT NULL, bitmap BLOB NOT NULL,
+                    last_use REAL NOT NULL)
+                """)
         }
+        let rows = try database.read { db in try Row.fetchAll(db, sql: "SELECT * FROM pieces_objects ORDER BY last_use") }
+        return (database, rows)
+    }
+
+    /// Sets a damaged index aside (`index.sqlite.damaged`, the last one only) with the data
+    /// files it named, and opens a new one.
+    private static func setAsideAndOpen(_ directory: String) throws(PieceStoreError) -> (database: DatabasePool, rows: [Row]) {
+        let index = directory + "/index.sqlite"
+        guard rename(index, index + ".damaged") == 0 else {
+            throw PieceStoreError(.index, "cannot set the damaged \(index) aside: \(String(cString: strerror(errno)))")
+        }
+        for suffix in ["-wal", "-shm"] { unlink(index + suffix) }
+        let objects = directory + "/objects"
+        for sub in (try? FileManager.default.contentsOfDirectory(atPath: objects)) ?? [] {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: objects + "/" + sub)) ?? [] {
+                unlink(objects + "/" + sub + "/" + name)
+            }
+        }
+        do {
+            return try openIndex(directory)
+        } catch {
+            throw PieceStoreError(.index, "cannot open \(index): \(error)")
+        }
+    }
+
+    private func load(_ rows: [Row]) {
         var s = State()
         var stale: [String] = []
+        func value<T: DatabaseValueConvertible>(_ row: Row, _ column: String) -> T? { T.fromDatabaseValue(row[column] as DatabaseValue) }
         for row in rows {
-            let id: String = row["id"]
-            let layout = PieceLayout(length: row["length"], pieceSize: row["piece_size"])
-            let bits: Data = row["bitmap"]
-            guard let bitmap = PieceBitmap(count: layout.count, bits: [UInt8](bits)), access(dataPath(id), F_OK) == 0 else {
+            guard let id: String = value(row, "id") else { continue }
+            // A row no store writes (a value of another type, a length or piece size out of
+            // range: `PieceLayout` traps on those) is let go, as one whose file is gone.
+            guard let length: Int64 = value(row, "length"), let pieceSize: Int = value(row, "piece_size"), (0..<1 << 50).contains(length), pieceSize > 0,
+                let bits: Data = value(row, "bitmap"), let lastUse: Double = value(row, "last_use"),
+                let xresid: String = value(row, "xresid"), let host: String = value(row, "host"), let path: String = value(row, "path")
+            else {
+                stale.append(id)
+                continue
+            }
+            let layout = PieceLayout(length: length, pieceSize: pieceSize)
+            var file = stat()
+            guard let bitmap = PieceBitmap(count: layout.count, bits: [UInt8](bits)), stat(dataPath(id), &file) == 0 else {
                 stale.append(id)
                 continue
             }
             s.tick += 1
-            let key = ObjectKey(xresid: row["xresid"], host: row["host"], path: row["path"])
+            let key = ObjectKey(xresid: xresid, host: host, path: path)
             var info = ObjectInfo(key: key, layout: layout, bitmap: bitmap, storedBytes: 0, generation: s.tick)
             info.storedBytes = Self.bytes(of: bitmap, layout)
-            info.lastUse = row["last_use"]
+            // Blocks past what the bitmap counts: pieces written in the index's last moments
+            // before a crash (their rows were behind). Not counted, they took disk room the
+            // bound never saw, until the object went; their holes are punched again.
+            if Int64(file.st_blocks) * 512 > info.storedBytes { releaseUnlisted(id, layout, bitmap) }
+            info.lastUse = lastUse
             s.usedBytes += info.storedBytes
             s.objects[id] = info
             s.recency.use(id)
@@ -195,6 +248,26 @@ public final class PieceStore: Sendable {
         if !stale.isEmpty { deleteRows(stale) }
         let over = state.withLock { s in evict(&s, toFit: 0, sparing: nil) ?? LetGo() }
         finishEviction(over)
+    }
+
+    /// Punches holes where `bitmap` holds no piece of object `id`'s file, a run of missing
+    /// pieces at a time.
+    private func releaseUnlisted(_ id: String, _ layout: PieceLayout, _ bitmap: PieceBitmap) {
+        let fd = open(dataPath(id), O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        var i = 0
+        while i < layout.count {
+            guard !bitmap[i] else {
+                i += 1
+                continue
+            }
+            var j = i
+            while j < layout.count && !bitmap[j] { j += 1 }
+            let start = layout.offset(of: i)
+            _ = swarmgate_punch_hole(fd, start, layout.offset(of: j - 1) + Int64(layout.size(of: j - 1)) - start)
+            i = j
+        }
     }
 
     // MARK: reading
@@ -296,7 +369,10 @@ public final class PieceStore: Sendable {
     @discardableResult
     public func store(_ key: ObjectKey, layout: PieceLayout, piece index: Int, bytes: UnsafeRawBufferPointer) throws(PieceStoreError) -> Bool {
         precondition(bytes.count == layout.size(of: index))
-        let need = Self.diskBytes(bytes.count)
+        // An object larger than the bound is not kept at all: each of its pieces evicted other
+        // objects until its own filled the bound, so one such file emptied the cache.
+        guard (layout.length + 4095) & ~4095 <= capacity else { return false }
+        let need = Self.diskBytes(layout, index)
         let short = shortOnDisk(need)
         if short > 0, !has(key, piece: index) {
             let evicted = makeRoomOnDisk(short, sparing: key.id)
@@ -324,7 +400,7 @@ public final class PieceStore: Sendable {
 
     private func write(_ key: ObjectKey, layout: PieceLayout, piece index: Int, bytes: UnsafeRawBufferPointer) throws(PieceStoreError) -> Bool {
         let id = key.id
-        let need = Self.diskBytes(bytes.count)
+        let need = Self.diskBytes(layout, index)
         // Reserve room and open the file under the lock, so that eviction never moves away a
         // file that a writer is about to recreate.
         var gone = LetGo()
@@ -428,7 +504,7 @@ public final class PieceStore: Sendable {
         let dropped = state.withLock { s -> Bool in
             guard var info = s.objects[id], info.bitmap[index], generation.map({ $0 == info.generation }) ?? true else { return false }
             info.bitmap[index] = false
-            let n = Self.diskBytes(info.layout.size(of: index))
+            let n = Self.diskBytes(info.layout, index)
             info.storedBytes -= n
             s.usedBytes -= n
             s.objects[id] = info
@@ -723,12 +799,19 @@ public final class PieceStore: Sendable {
         "\(directory)/objects/\(id.prefix(2))/\(id)"
     }
 
-    /// Disk blocks a piece of `count` bytes takes, as counted against the bound.
-    static func diskBytes(_ count: Int) -> Int64 { Int64((count + 4095) & ~4095) }
+    /// Disk blocks piece `index` takes, as counted against the bound: every 4 KiB block its
+    /// bytes touch. A piece size that is not a multiple of 4 KiB (a tracker's choice) puts two
+    /// pieces in one block; counting it for each is over by a block at most, while its size
+    /// rounded up (as before) was under by one for a piece across a block boundary.
+    static func diskBytes(_ layout: PieceLayout, _ index: Int) -> Int64 {
+        let start = layout.offset(of: index)
+        let end = start + Int64(layout.size(of: index))
+        return ((end + 4095) & ~4095) - (start & ~4095)
+    }
 
     static func bytes(of bitmap: PieceBitmap, _ layout: PieceLayout) -> Int64 {
         var total: Int64 = 0
-        for i in 0..<layout.count where bitmap[i] { total += diskBytes(layout.size(of: i)) }
+        for i in 0..<layout.count where bitmap[i] { total += diskBytes(layout, i) }
         return total
     }
 

@@ -2,7 +2,7 @@
 /// callers that switch over the ones they know.
 public struct PieceStoreError: Error, Sendable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Value: String { case index, io, full, layout }
+        private enum Value: String { case index, io, full, layout, inUse }
         private let value: Value
         private init(_ v: Value) { value = v }
         /// The SQLite index could not be opened, read or written.
@@ -13,6 +13,8 @@ public struct PieceStoreError: Error, Sendable, CustomStringConvertible {
         public static let full = Code(.full)
         /// The object's layout disagrees with what the store holds.
         public static let layout = Code(.layout)
+        /// Another process has the store's directory open.
+        public static let inUse = Code(.inUse)
         public var description: String { value.rawValue }
     }
 

@@ -85,6 +85,35 @@ final class PieceCacheTests {
         #expect(m.text.contains("swarmgate_prepare_bytes_total 300000"), "the preparation's origin bytes")
     }
 
+    /// A second process on a cache folder in use is refused before it changes anything. It
+    /// cleaned away what the running gateway's index did not list yet and evicted down to its
+    /// own bound (most of the cache, for a smaller one), then failed on its port: the running
+    /// gateway fetched again from the origin what it thought it held.
+    @Test func aSecondProcessOnACacheFolderInUseIsRefusedAndChangesNothing() async throws {
+        let cache = Live.cacheFolder()
+        let (g, port) = try await gateway(cache: cache, ["--memory-cache-size", "0"])
+        defer { g.stop() }
+        let paths = (0..<4).map { "/obj/in-use-\($0).ts?size=300000" }
+        for path in paths { _ = try await Live.whenReady(proxied(port, path)) }
+        let files = try Live.dataFiles(in: cache)
+        #expect(files.count == 4)
+        var asked: [Int] = []
+        for i in paths.indices { asked.append(try await originStats("in-use-\(i).ts")["requests"] as? Int ?? -1) }
+        let second = try LiveProcess(
+            Live.binary, ["serve", "--listen", "127.0.0.1:\(port)", "--cache-dir", cache, "--cache-size", "300KiB", "--allow-origin", "127.0.0.1:\(originPort)"])
+        #expect(await second.waitForExit(timeout: .seconds(30)) == 1)
+        #expect(second.stderr.contains("\(cache) is in use by another process (pid "), "\(second.stderr)")
+        #expect(try Live.dataFiles(in: cache).sorted() == files.sorted())
+        for (i, path) in paths.enumerated() {
+            let served = try await HTTP.get(proxied(port, path))
+            #expect(try await originStats("in-use-\(i).ts")["requests"] as? Int == asked[i], "served from the cache, nothing asked again")
+            let want = try await direct(path)
+            #expect(served.status == 200 && served.body == want)
+        }
+        let m = try await HTTP.get("http://127.0.0.1:\(port)/metrics")
+        #expect(m.text.contains("swarmgate_piece_failures_total 0"), "\(m.text)")
+    }
+
     @Test func aByteFlippedOnDiskIsNeverServedAndThePieceIsFetchedAgain() async throws {
         let cache = Live.cacheFolder()
         // No memory tier: every read comes from disk and is verified there.

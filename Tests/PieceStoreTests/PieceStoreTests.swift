@@ -253,6 +253,107 @@ struct PieceStoreTests {
         #expect(read(reopened, key, 0, c) == piece(bytes, c, 0))
     }
 
+    /// An index SQLite cannot read is set aside, with the data files it named, and the store
+    /// starts empty: the store (and the gateway with it) would not open at all.
+    @Test func aDamagedIndexIsSetAsideAndTheStoreStartsEmpty() throws {
+        let (bytes, c) = object(length: 40_000, pieceSize: 16384)
+        do {
+            let store = try PieceStore(directory: folder, capacity: 1 << 20, logger: logger)
+            try store.store(key, layout: c.layout, piece: 0, bytes: piece(bytes, c, 0))
+            try store.flush()
+        }
+        let index = folder + "/index.sqlite"
+        // Every row in the file itself (as a stop leaves it), then its header overwritten.
+        let db = try DatabaseQueue(path: index)
+        _ = try db.writeWithoutTransaction { try $0.checkpoint(.truncate) }
+        try db.close()
+        let handle = try #require(FileHandle(forWritingAtPath: index))
+        try handle.write(contentsOf: Data(repeating: 0x5A, count: 100))
+        try handle.close()
+        let reopened = try PieceStore(directory: folder, capacity: 1 << 20, logger: logger)
+        #expect(reopened.info(key) == nil && reopened.usedBytes == 0)
+        #expect(FileManager.default.fileExists(atPath: index + ".damaged"))
+        #expect(!FileManager.default.fileExists(atPath: folder + "/objects/" + key.id.prefix(2) + "/" + key.id), "its pieces went with it")
+        #expect(try reopened.store(key, layout: c.layout, piece: 1, bytes: piece(bytes, c, 1)))
+        #expect(read(reopened, key, 1, c) == piece(bytes, c, 1))
+    }
+
+    /// A row no store writes (a piece size of 0, a length of another type) is let go: it
+    /// trapped in `PieceLayout`, and the gateway could not start.
+    @Test(arguments: ["piece_size = 0", "length = -1", "length = 'long'", "last_use = 'x'"])
+    func anIndexRowNoStoreWritesIsLetGo(change: String) throws {
+        let (bytes, c) = object(length: 40_000, pieceSize: 16384)
+        let other = ObjectKey(xresid: "s", host: "cdn.example.com", path: "/a/other.ts")
+        do {
+            let store = try PieceStore(directory: folder, capacity: 1 << 20, logger: logger)
+            try store.store(key, layout: c.layout, piece: 0, bytes: piece(bytes, c, 0))
+            try store.store(other, layout: c.layout, piece: 0, bytes: piece(bytes, c, 0))
+            try store.flush()
+        }
+        let db = try DatabaseQueue(path: folder + "/index.sqlite")
+        try db.write { try $0.execute(sql: "UPDATE pieces_objects SET \(change) WHERE id = ?", arguments: [key.id]) }
+        try db.close()
+        let reopened = try PieceStore(directory: folder, capacity: 1 << 20, logger: logger)
+        #expect(reopened.info(key) == nil)
+        #expect(read(reopened, other, 0, c) == piece(bytes, c, 0), "the other rows stand")
+    }
+
+    /// Pieces written in the index's last moments before a crash (their rows behind) are not
+    /// in the bitmap a restart reads: their blocks are given back. They took disk room the
+    /// bound never counted, until their object went.
+    @Test func blocksOfPiecesTheIndexNeverListedAreGivenBack() throws {
+        let (bytes, c) = object(length: 65_536, pieceSize: 16384)
+        do {
+            let store = try PieceStore(directory: folder, capacity: 1 << 20, logger: logger)
+            try store.store(key, layout: c.layout, piece: 0, bytes: piece(bytes, c, 0))
+            try store.flush()
+        }
+        // Pieces 2 and 3 written, their bits lost (a kill -9 within the index's delay).
+        let path = folder + "/objects/" + key.id.prefix(2) + "/" + key.id
+        let fd = open(path, O_WRONLY)
+        #expect(fd >= 0)
+        let tail = Array(bytes[32768...])
+        _ = tail.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 32768) }
+        fsync(fd)
+        close(fd)
+        func allocated() -> Int64 {
+            var st = stat()
+            return stat(path, &st) == 0 ? Int64(st.st_blocks) * 512 : -1
+        }
+        #expect(allocated() >= 3 * 16384)
+        let reopened = try PieceStore(directory: folder, capacity: 1 << 20, logger: logger)
+        #expect(allocated() == 16384 && reopened.usedBytes == 16384)
+        #expect(read(reopened, key, 0, c) == piece(bytes, c, 0) && read(reopened, key, 2, c) == nil)
+    }
+
+    /// An object larger than the bound is served without being kept (README): its pieces
+    /// evicted every other object, then the store held what fit of it.
+    @Test func anObjectLargerThanTheBoundEvictsNothing() throws {
+        let store = try PieceStore(directory: folder, capacity: 4 * 16384, logger: logger)
+        let (small, s) = object(length: 32768, pieceSize: 16384)
+        for i in 0..<2 { try store.store(key, layout: s.layout, piece: i, bytes: piece(small, s, i)) }
+        let large = ObjectKey(xresid: "s", host: "cdn.example.com", path: "/a/large.mp4")
+        let (bytes, c) = object(length: 5 * 16384, pieceSize: 16384)
+        for i in 0..<c.layout.count { #expect(try !store.store(large, layout: c.layout, piece: i, bytes: piece(bytes, c, i))) }
+        #expect(store.info(large) == nil)
+        #expect(read(store, key, 0, s) == piece(small, s, 0) && read(store, key, 1, s) == piece(small, s, 1))
+    }
+
+    /// A piece size that is not a multiple of 4 KiB (a tracker's choice) counts each piece by
+    /// the blocks its bytes touch: piece 1 of 20,000-byte pieces spans blocks 4 to 9, six, and
+    /// was counted as five (its size rounded up), so that scattered pieces passed the bound.
+    @Test func aPieceIsCountedByTheBlocksItTouches() throws {
+        let store = try PieceStore(directory: folder, capacity: 1 << 20, logger: logger)
+        let (bytes, c) = object(length: 60_000, pieceSize: 20_000)
+        try store.store(key, layout: c.layout, piece: 1, bytes: piece(bytes, c, 1))
+        #expect(store.usedBytes == 6 * 4096)
+        var st = stat()
+        #expect(stat(folder + "/objects/" + key.id.prefix(2) + "/" + key.id, &st) == 0 && Int64(st.st_blocks) * 512 <= store.usedBytes)
+        try store.store(key, layout: c.layout, piece: 0, bytes: piece(bytes, c, 0))
+        #expect(store.dropPiece(key, 1))
+        #expect(store.usedBytes == 5 * 4096)
+    }
+
     /// Two writers storing an object's pieces while a third removes it again and again, on
     /// threads of their own. Every piece held reads back, and the count is the held pieces'
     /// blocks: two writers of one piece both reserve room, and the one that finds the piece
