@@ -27,6 +27,14 @@ struct PieceStoreTests {
         Array(bytes[Int(c.layout.offset(of: i))..<Int(c.layout.offset(of: i)) + c.layout.size(of: i)])
     }
 
+    /// A store in `folder` that held piece 0 of each of `keys` (of `bytes`), its index written
+    /// as a graceful stop writes it, and is gone.
+    func storedAndClosed(_ keys: [ObjectKey], _ bytes: [UInt8], _ c: PieceChecksums) throws {
+        let store = try PieceStore(directory: folder, capacity: 1 << 20, logger: logger)
+        for k in keys { try store.store(k, layout: c.layout, piece: 0, bytes: piece(bytes, c, 0)) }
+        try store.flush()
+    }
+
     func read(_ store: PieceStore, _ key: ObjectKey, _ i: Int, _ c: PieceChecksums) -> [UInt8]? {
         var out = [UInt8](repeating: 0, count: c.layout.pieceSize)
         let n = out.withUnsafeMutableBytes { store.readPiece(key, i, checksums: c, into: $0) }
@@ -239,11 +247,7 @@ struct PieceStoreTests {
         // A data file with bytes but no index row: what a kill -9 between the write and the
         // index update leaves. Reopening removes it.
         let (bytes, c) = object(length: 40_000, pieceSize: 16384)
-        do {
-            let store = try PieceStore(directory: folder, capacity: 1 << 20, logger: logger)
-            try store.store(key, layout: c.layout, piece: 0, bytes: piece(bytes, c, 0))
-            try store.flush()
-        }
+        try storedAndClosed([key], bytes, c)
         let id = key.id
         let stray = folder + "/objects/" + id.prefix(2) + "/" + String(repeating: "f", count: 64)
         #expect(FileManager.default.createFile(atPath: stray, contents: Data(bytes)))
@@ -257,11 +261,7 @@ struct PieceStoreTests {
     /// starts empty: the store (and the gateway with it) would not open at all.
     @Test func aDamagedIndexIsSetAsideAndTheStoreStartsEmpty() throws {
         let (bytes, c) = object(length: 40_000, pieceSize: 16384)
-        do {
-            let store = try PieceStore(directory: folder, capacity: 1 << 20, logger: logger)
-            try store.store(key, layout: c.layout, piece: 0, bytes: piece(bytes, c, 0))
-            try store.flush()
-        }
+        try storedAndClosed([key], bytes, c)
         let index = folder + "/index.sqlite"
         // Every row in the file itself (as a stop leaves it), then its header overwritten.
         let db = try DatabaseQueue(path: index)
@@ -284,12 +284,7 @@ struct PieceStoreTests {
     func anIndexRowNoStoreWritesIsLetGo(change: String) throws {
         let (bytes, c) = object(length: 40_000, pieceSize: 16384)
         let other = ObjectKey(xresid: "s", host: "cdn.example.com", path: "/a/other.ts")
-        do {
-            let store = try PieceStore(directory: folder, capacity: 1 << 20, logger: logger)
-            try store.store(key, layout: c.layout, piece: 0, bytes: piece(bytes, c, 0))
-            try store.store(other, layout: c.layout, piece: 0, bytes: piece(bytes, c, 0))
-            try store.flush()
-        }
+        try storedAndClosed([key, other], bytes, c)
         let db = try DatabaseQueue(path: folder + "/index.sqlite")
         try db.write { try $0.execute(sql: "UPDATE pieces_objects SET \(change) WHERE id = ?", arguments: [key.id]) }
         try db.close()
@@ -303,11 +298,7 @@ struct PieceStoreTests {
     /// bound never counted, until their object went.
     @Test func blocksOfPiecesTheIndexNeverListedAreGivenBack() throws {
         let (bytes, c) = object(length: 65_536, pieceSize: 16384)
-        do {
-            let store = try PieceStore(directory: folder, capacity: 1 << 20, logger: logger)
-            try store.store(key, layout: c.layout, piece: 0, bytes: piece(bytes, c, 0))
-            try store.flush()
-        }
+        try storedAndClosed([key], bytes, c)
         // Pieces 2 and 3 written, their bits lost (a kill -9 within the index's delay).
         let path = folder + "/objects/" + key.id.prefix(2) + "/" + key.id
         let fd = open(path, O_WRONLY)
