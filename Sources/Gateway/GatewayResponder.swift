@@ -358,7 +358,9 @@ public final class GatewayResponder: HTTPResponder {
             answer = try await sharedManifest(proxy, idleTimeout: nil, longPoll: false)
         } else {
             do {
-                answer = try await origin.fetch(OriginFetch(url: proxy.origin.string, range: manifestHint ? nil : passedRange))
+                // A key is bytes (16 for AES-128): a "key" of gigabytes is a way around the cache.
+                answer = try await origin.fetch(
+                    OriginFetch(url: proxy.origin.string, range: manifestHint ? nil : passedRange, maxBodySize: proxy.isKey ? Self.maxKeySize : nil))
             } catch {
                 throw error.failure
             }
@@ -639,6 +641,9 @@ public final class GatewayResponder: HTTPResponder {
         return max(configured, blockingReloadLimit, held)
     }
 
+    /// The largest key relayed (`xkey=1`): keys are bytes, DRM licences kilobytes.
+    static let maxKeySize = 1 << 20
+
     /// Three times the longest target duration low-latency streams use (6 s), with room.
     static let blockingReloadLimit = Duration.seconds(30)
 
@@ -878,7 +883,9 @@ public final class GatewayResponder: HTTPResponder {
             throw GatewayFailure.originAnswered(answer.status)
         }
         var headers: HTTPFields = [:]
-        for name in ["content-type", "content-length", "content-range", "accept-ranges", "etag", "last-modified", "cache-control", "expires"] {
+        // The coding too: asked for none, an origin may send one all the same, and its bytes
+        // went out as if plain (a gzip key).
+        for name in ["content-type", "content-encoding", "content-length", "content-range", "accept-ranges", "etag", "last-modified", "cache-control", "expires"] {
             if let v = answer.relayed(name), let field = HTTPField.Name(name) { headers[field] = v }
         }
         if proxy.isKey { headers[.cacheControl] = "no-store" }

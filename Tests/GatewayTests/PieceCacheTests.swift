@@ -214,6 +214,19 @@ final class PieceCacheTests {
         #expect(guarded.status == 200 && guarded.body == whole, "\(guarded.status), \(guarded.body.count) bytes")
     }
 
+    /// A key is streamed as the origin sent it, coding and all: an origin asked for no coding
+    /// may send one all the same, and its bytes went out as if plain. A "key" of megabytes is
+    /// refused: keys are bytes, and `xkey=1` on any URL was a way around the cache.
+    @Test func aStreamedKeySaysItsCodingAndAHugeOneIsRefused() async throws {
+        let (g, port) = try await gateway()
+        defer { g.stop() }
+        let prefix = "/hls.vod.p2p.com/127.0.0.1:\(originPort)"
+        let coded = try HTTP.raw(port: port, target: prefix + "/obj/coded.key?size=16&coding=gzip&xkey=1")
+        #expect(coded.status == 200 && coded.headers["content-encoding"] == "gzip", "\(coded.headers)")
+        let huge = try HTTP.raw(port: port, target: prefix + "/obj/huge.key?size=2000000&xkey=1")
+        #expect(huge.status == 502, "\(huge.status)")
+    }
+
     /// A client (or a cache before the gateway) that holds the cached copy is answered 304,
     /// without a body: an If-None-Match naming its ETag (weakly, or among others) or `*`; else
     /// an If-Modified-Since no earlier than its Last-Modified. It got the whole object again.

@@ -55,6 +55,41 @@ struct StreamingTests {
         }
     }
 
+    /// A consumer that leaves its transfer paused (reads nothing) for `pausedLimit` loses it,
+    /// and the host's slot with it: a client of the gateway that read nothing held the slot for
+    /// as long as it stayed connected, and eight such took every request to the host.
+    @Test func aTransferLeftPausedLetsItsSlotGo() async throws {
+        try await withOrigin({
+            $0.bodyBufferSize = 64 << 10
+            $0.maxConcurrentPerHost = 1
+            $0.pausedLimit = .seconds(1)
+        }) { origin, client in
+            let stalled = try await client.fetch(OriginRequest(url: origin.url("/bytes/\(4 << 20)")))
+            var iterator = stalled.body.makeAsyncIterator()
+            _ = try await iterator.next()
+            // The only slot is the stalled transfer's until its reader has left it for a second.
+            let next = try await client.fetch(OriginRequest(url: origin.url("/bytes/1000"), timeouts: .init(total: .seconds(10))))
+            #expect(try await next.body.collect(upTo: 1 << 20).count == 1000)
+            do throws(OriginError) {
+                while try await iterator.next() != nil {}
+                Issue.record("the stalled transfer ran to its end")
+            } catch {
+                #expect(error.code == .timeout && error.message.contains("took nothing"), "\(error)")
+            }
+        }
+    }
+
+    /// The bytes as the origin holds them: asked without an Accept-Encoding, an origin may
+    /// send any coding (RFC 9110 12.5.3).
+    @Test func theOriginIsAskedForTheBytesAsTheyAre() async throws {
+        try await withOrigin { origin, client in
+            let response = try await client.fetch(OriginRequest(url: origin.url("/accept-encoding")))
+            #expect(String(decoding: try await response.body.collect(upTo: 1000), as: UTF8.self) == "identity")
+            let asked = try await client.fetch(OriginRequest(url: origin.url("/accept-encoding"), headers: [(name: "Accept-Encoding", value: "br")]))
+            #expect(String(decoding: try await asked.body.collect(upTo: 1000), as: UTF8.self) == "br")
+        }
+    }
+
     @Test func headHasNoBody() async throws {
         try await withOrigin { origin, client in
             let response = try await client.fetch(OriginRequest(url: origin.url("/bytes/5000"), method: .head))

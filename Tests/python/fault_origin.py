@@ -24,6 +24,7 @@ Endpoints:
                      405: Allow, 407: Proxy-Authenticate)
   /count/KEY         the counters of KEY as JSON
   /echo              "METHOD Content-Type BODY" of the request (POST: its body)
+  /accept-encoding   the request's Accept-Encoding ("-" without one)
 
 POST is answered as GET is (counted the same way), after its body (Content-Length) is read.
 """
@@ -90,6 +91,9 @@ class Handler(BaseHTTPRequestHandler):
     def serve_echo(self, parts):
         text = "%s %s " % (self.command, self.headers.get("Content-Type", "-"))
         self.answer(200, text.encode() + getattr(self, "posted", b""))
+
+    def serve_accept_encoding(self, parts):
+        self.answer(200, self.headers.get("Accept-Encoding", "-").encode())
 
     def do_GET(self):
         if self.command != "POST":

@@ -126,8 +126,8 @@ final class CurlLoop: @unchecked Sendable {
             let now = ContinuousClock.now
             if now - lastIdleCheck >= Self.idleCheckInterval {
                 lastIdleCheck = now
-                for t in active.values where t.idleExpired(now: now) {
-                    remove(t, OriginError(.timeout, "\(t.options.url.hostKey): no data for \(t.options.idleTimeout)"))
+                for t in active.values {
+                    if let expired = t.expiry(now: now) { remove(t, expired) }
                 }
             }
             // libcurl shortens the wait to its own next timer; a wakeup ends it at once.

@@ -181,9 +181,15 @@ final class Transfer: @unchecked Sendable {
         lastActivity = .now
     }
 
-    /// Whether no byte came for the idle timeout while the transfer was not paused.
-    func idleExpired(now: ContinuousClock.Instant) -> Bool {
-        now - lastActivity > options.idleTimeout && !shared.withLock { $0.paused }
+    /// Why the transfer ends now, if it does: no byte came for the idle timeout while it was
+    /// not paused, or its consumer left it paused (read nothing) for `pausedLimit`.
+    func expiry(now: ContinuousClock.Instant) -> OriginError? {
+        let paused = shared.withLock { $0.paused }
+        guard now - lastActivity > (paused ? options.pausedLimit : options.idleTimeout) else { return nil }
+        let host = options.url.hostKey
+        return paused
+            ? OriginError(.timeout, "\(host): its reader took nothing for \(options.pausedLimit)")
+            : OriginError(.timeout, "\(host): no data for \(options.idleTimeout)")
     }
 
     /// Unpauses libcurl if the consumer asked. libcurl may call the write callback from
@@ -398,6 +404,11 @@ final class Transfer: @unchecked Sendable {
                 return OriginError(.invalidRequest, "request header \(name.debugDescription) is not a valid field")
             }
             headerList = swarmgate_curl_slist_append(headerList, "\(name): \(value)")
+        }
+        // The bytes as the origin holds them: without an Accept-Encoding an origin may send any
+        // coding (RFC 9110 12.5.3), and a gzip key or segment was relayed without saying so.
+        if !o.headers.contains(where: { $0.name.lowercased() == "accept-encoding" }) {
+            headerList = swarmgate_curl_slist_append(headerList, "Accept-Encoding: identity")
         }
         // libcurl would call a POST body a form unless told otherwise: no type, unless given.
         if o.method == .post && !o.headers.contains(where: { $0.name.lowercased() == "content-type" }) {

@@ -7,6 +7,7 @@ struct TransferOptions: Sendable {
     var headers: [(name: String, value: String)]
     var connectTimeout: Duration
     var idleTimeout: Duration
+    var pausedLimit: Duration
     var totalTimeout: Duration?
     var maxBodySize: Int64?
     var bufferSize: Int
@@ -23,6 +24,7 @@ struct TransferOptions: Sendable {
         self.headers = request.headers + (c.via.map { [(name: "Via", value: $0)] } ?? [])
         self.connectTimeout = request.timeouts.connect ?? c.connectTimeout
         self.idleTimeout = request.timeouts.idle ?? c.idleTimeout
+        self.pausedLimit = c.pausedLimit
         self.totalTimeout = request.timeouts.total ?? c.totalTimeout
         self.maxBodySize = request.maxBodySize ?? c.maxBodySize
         self.bufferSize = max(1, c.bodyBufferSize)
