@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import GRDB
 import Logging
 import PieceStore
 import TestScratch
@@ -50,6 +51,30 @@ struct ReadAheadWritesTests {
     /// Waits until the writes queued on `queue` so far are done, without blocking a thread.
     static func drained(_ queue: DispatchQueue) async {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in queue.async { c.resume() } }
+    }
+
+    /// A registry row no registry writes (a piece size of 0, a value of another type) loses
+    /// its checksums, or is skipped; the others load. It trapped at the tracker's start.
+    @Test func aRegistryRowNoRegistryWritesDoesNotStopTheLoad() throws {
+        let path = folder + "/rows.sqlite"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let storage = try SQLiteRegistryStorage(path: path)
+        let keys = (0..<3).map { ObjectKey(xresid: "s", host: "cdn.example.com", path: "/row-\($0).ts") }
+        let checksums = PieceChecksums(layout: PieceLayout(length: 100, pieceSize: 64), digests: [PieceDigest](repeating: SHA256.hash([1]), count: 2))!
+        try storage.save(keys.map { key in
+            var e = RegistryEntry(key: key, state: .ready)
+            e.checksums = checksums
+            return e
+        })
+        let db = try DatabaseQueue(path: path)
+        try db.write { db in
+            try db.execute(sql: "UPDATE registry_objects SET piece_size = 0 WHERE id = ?", arguments: [keys[0].id])
+            try db.execute(sql: "UPDATE registry_objects SET host = 7, length = 'long' WHERE id = ?", arguments: [keys[1].id])
+        }
+        try db.close()
+        let loaded = try SQLiteRegistryStorage(path: path).loadEntries()
+        #expect(loaded.first { $0.key == keys[0] }.map { $0.checksums == nil && $0.state != .ready } == true)
+        #expect(loaded.first { $0.key == keys[2] }?.checksums == checksums)
     }
 
     @Test func changesMadeWhileAWriteWaitsAreWrittenOnceAsTheirLatestState() async throws {

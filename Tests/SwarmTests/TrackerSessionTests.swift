@@ -68,6 +68,35 @@ struct TrackerSessionTests {
         #expect(c.sent.withLock { $0.last?.type } == "refused", "the node hears its session is gone and logs in again")
     }
 
+    /// A session ended for silence takes its objects off the count of all sessions': a filter
+    /// of the table left them in it for good, and sessions that went silent one after another
+    /// filled `maxAnnouncedObjects` (no node's `have` was taken any more).
+    @Test func aSilentSessionsObjectsLeaveTheCount() async throws {
+        let tracker = SwarmTracker(appID: "app", secret: Self.secret, logger: Logger(label: "test"))
+        let (c, _) = try await open(tracker, peer: "stalled")
+        var have = SwarmMessage(type: "have")
+        have.objects = (0..<100).map { Self.id("silent-\($0)") }
+        c.feed.yield(have.json)
+        c.feed.yield(SwarmMessage(type: "ping").json)
+        try await c.waitFor(2)
+        #expect(tracker.load == (1, 100))
+        tracker.expireSilent(now: .now + tracker.heartbeat * 3 + .seconds(1))
+        #expect(tracker.load == (0, 0))
+        c.feed.finish()
+    }
+
+    /// Checksums whose length no object has (near 2^63, which overflows `PieceLayout`) are no
+    /// checksums: a tracker, or anyone on a plain ws:// link, could crash a node with them.
+    @Test func checksumsOfAnImpossibleLengthAreRefused() {
+        var answer = ChecksumAnswer(state: .ready)
+        answer.pieceSize = 1 << 20
+        answer.digests = []
+        for length in [Int64.max, Int64.max - 100, 1 << 50, -1] {
+            answer.length = length
+            #expect(answer.checksums == nil, "\(length)")
+        }
+    }
+
     /// A node may send `messagesPerSecond` messages a second, in bursts of twice that; a
     /// connection that floods past the burst is refused and closed.
     @Test func aConnectionSendingPastItsRateIsClosed() async throws {

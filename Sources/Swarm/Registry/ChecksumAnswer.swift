@@ -98,7 +98,10 @@ public struct ChecksumAnswer: Codable, Sendable, Equatable {
     /// The checksums of a ready answer; nil when not ready or malformed (a bad length, piece
     /// size, digest count or digest).
     public var checksums: PieceChecksums? {
-        guard state == .ready, let length, let pieceSize, let digests, length >= 0, (1...(64 << 20)).contains(pieceSize) else { return nil }
+        // A length past a pebibyte is no object's (and one near 2^63 overflows `PieceLayout`:
+        // a tracker, or anyone on a plain ws:// link, could crash the node).
+        guard state == .ready, let length, let pieceSize, let digests, (0..<(1 << 50)).contains(length), (1...(64 << 20)).contains(pieceSize)
+        else { return nil }
         let layout = PieceLayout(length: length, pieceSize: pieceSize)
         guard digests.count == layout.count else { return nil }
         var parsed: [PieceDigest] = []

@@ -217,6 +217,9 @@ public final class SwarmTracker: Sendable {
             }
             guard let message = SwarmMessage(json: text) else { continue }
             if message.type == "prepare" {
+                // Heard from, as for every other message: a connection that only prepares (an
+                // operator's `prepare`) expired after three heartbeats, its answers unsent.
+                state.withLock { s in s.sessions[peer]?.lastSeen = .now }
                 let objects = Self.objectsTaken(message)
                 var dropped: String?
                 if !backlog.objects.take(objects) {
@@ -667,9 +670,12 @@ public final class SwarmTracker: Sendable {
     }
 
     /// Ends sessions silent for three heartbeats (their connections end on their next message).
+    /// Each as `setSession` ends it: its objects leave the count of all sessions' (a filter of
+    /// the table left them in it for good, and sessions that went silent one after another
+    /// filled `maxAnnouncedObjects`: no node's `have` was taken any more).
     public func expireSilent(now: ContinuousClock.Instant = .now) {
         state.withLock { s in
-            s.sessions = s.sessions.filter { now - $0.value.lastSeen <= silentAfter }
+            for (peer, session) in s.sessions where now - session.lastSeen > silentAfter { s.setSession(peer, nil) }
         }
     }
 }
