@@ -38,16 +38,18 @@ enum TrackerEndpoint {
     static func upgrade(
         _ tracker: SwarmTracker, _ gate: LoginGate
     ) -> @Sendable (HTTPRequest, any Channel, Logger) async throws -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> {
-        { request, _, _ in
+        { request, channel, _ in
             guard request.path == path else { return .dontUpgrade }
+            let source = LoginGate.source(of: channel.remoteAddress)
             return .upgrade([:]) { inbound, outbound, _ in
-                // Before its login a connection is anyone's: a few at once, each for a
-                // heartbeat at most, each with a first message of `maxLoginSize` at most.
-                guard gate.enter() else {
+                // Before its login a connection is anyone's: a few at once from one address,
+                // and some more in all, each for a heartbeat at most, each with a first message
+                // of `maxLoginSize` at most.
+                guard gate.enter(from: source) else {
                     try? await outbound.close(.policyViolation, reason: "too many connections waiting to log in; try again")
                     return
                 }
-                let messages = SignallingMessages(inbound: inbound, gate: gate)
+                let messages = SignallingMessages(inbound: inbound, gate: gate, source: source)
                 // On graceful shutdown the connection is closed ("going away"): nodes reconnect
                 // elsewhere or later, and the server does not wait on them.
                 let sender = SerialSender { text in try await outbound.writeTextMessage(text) }
@@ -74,22 +76,50 @@ enum TrackerEndpoint {
     /// a client that sends nothing or half a request does not hold a descriptor for ever.
     static let idleTimeout: TimeAmount = .seconds(60)
 
-    /// Connections upgraded at once that have not sent their first message, at most.
-    static let maxAwaitingLogin = 64
+    /// Connections upgraded at once that have not sent their first message, at most: in all,
+    /// and from one address (an IPv6 one by its /64). With the first bound alone, one client
+    /// holding 64 silent upgrades, opened again every heartbeat, kept every node from logging
+    /// in, with no secret.
+    static let maxAwaitingLogin = 512
+    static let maxAwaitingLoginPerSource = 8
 }
 
-/// Counts the connections that have not sent their first message (their login).
+/// Counts the connections that have not sent their first message (their login), in all and
+/// by source address.
 final class LoginGate: Sendable {
-    private let awaiting = Atomic<Int>(0)
+    private let awaiting = Mutex((total: 0, bySource: [String: Int]()))
 
-    /// Counts one more, unless `TrackerEndpoint.maxAwaitingLogin` are waiting.
-    func enter() -> Bool {
-        if awaiting.add(1, ordering: .relaxed).newValue <= TrackerEndpoint.maxAwaitingLogin { return true }
-        awaiting.subtract(1, ordering: .relaxed)
-        return false
+    /// Counts one more from `source`, unless `TrackerEndpoint.maxAwaitingLogin` are waiting,
+    /// or `maxAwaitingLoginPerSource` from it.
+    func enter(from source: String) -> Bool {
+        awaiting.withLock { a in
+            guard a.total < TrackerEndpoint.maxAwaitingLogin, a.bySource[source, default: 0] < TrackerEndpoint.maxAwaitingLoginPerSource else {
+                return false
+            }
+            a.total += 1
+            a.bySource[source, default: 0] += 1
+            return true
+        }
     }
 
-    func leave() { awaiting.subtract(1, ordering: .relaxed) }
+    func leave(from source: String) {
+        awaiting.withLock { a in
+            a.total -= 1
+            let left = a.bySource[source, default: 1] - 1
+            a.bySource[source] = left > 0 ? left : nil
+        }
+    }
+
+    /// The address a connection's waits count against: an IPv4 address, an IPv6 one's /64 (a
+    /// host has a whole /64 to pick from), or one key for whatever has no IP address.
+    static func source(of address: SocketAddress?) -> String {
+        switch address {
+        case .v4?: return address?.ipAddress ?? "other"
+        case .v6(let a)?:
+            return withUnsafeBytes(of: a.address.sin6_addr) { bytes in bytes.prefix(8).map { String($0, radix: 16) }.joined(separator: ".") } + "/64"
+        default: return "other"
+        }
+    }
 }
 
 /// A signalling connection's text messages: the first (the login, from anyone) of
@@ -99,11 +129,13 @@ struct SignallingMessages: AsyncSequence, Sendable {
     typealias Element = String
     let inbound: WebSocketInboundStream
     let gate: LoginGate
+    let source: String
     private let first = FirstMessage()
 
-    init(inbound: WebSocketInboundStream, gate: LoginGate) {
+    init(inbound: WebSocketInboundStream, gate: LoginGate, source: String) {
         self.inbound = inbound
         self.gate = gate
+        self.source = source
     }
 
     /// Whether the first message has yet to come.
@@ -111,7 +143,7 @@ struct SignallingMessages: AsyncSequence, Sendable {
 
     /// Leaves the gate, once: when the first message comes, or when the connection ends first.
     func leave() {
-        if !first.left.exchange(true, ordering: .relaxed) { gate.leave() }
+        if !first.left.exchange(true, ordering: .relaxed) { gate.leave(from: source) }
     }
 
     final class FirstMessage: Sendable {

@@ -1099,6 +1099,57 @@ final class SwarmTransferTests {
         #expect(stat["cacheBytes"] as? Int == 19 * size, "\(stat)")
     }
 
+    /// Upgrades that never log in, from one address, take 8 of the tracker's places for logins
+    /// at most: a node from another address logs in at its first try. With one bound of 64 in
+    /// all, a client holding 64 of them (opened again every heartbeat) kept every node out,
+    /// with no secret.
+    @Test func silentUpgradesFromOneAddressLeaveOthersTheirLogin() async throws {
+        let (t, trackerPort) = try await tracker(dir: Live.cacheFolder(), originPort: 1)
+        defer { t.stop() }
+        // 64 upgrades from 127.0.0.2, each answered 101, none sending a login.
+        var silent: [Int32] = []
+        defer { for fd in silent { close(fd) } }
+        for _ in 0..<64 {
+            let fd = try Self.connect(from: "127.0.0.2", to: trackerPort)
+            silent.append(fd)
+            let head = Array(MalformedRequestTests.upgradeHead().utf8)
+            _ = head.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            #expect(n > 0 && String(decoding: buffer[..<max(0, n)], as: UTF8.self).hasPrefix("HTTP/1.1 101"))
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        // The ones past 8 were told to go (a close frame, then the end of the connection).
+        let waiting = silent.filter { fd in
+            var byte: UInt8 = 0
+            return recv(fd, &byte, 1, Int32(MSG_DONTWAIT)) < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
+        }
+        #expect(waiting.count == 8, "\(waiting.count) still waiting")
+        let (n, _) = try await node(trackerPort: trackerPort, originPort: 1)
+        defer { n.stop() }
+        #expect(!n.stderr.contains("reconnecting") && !n.stderr.contains("refused"), "logged in at its first try: \(n.stderr)")
+    }
+
+    /// A TCP connection from `source` (a loopback address) to `port` on 127.0.0.1.
+    static func connect(from source: String, to port: Int) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestFailure("socket") }
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr.s_addr = inet_addr(source)
+        var remote = sockaddr_in()
+        remote.sin_family = sa_family_t(AF_INET)
+        remote.sin_port = in_port_t(UInt16(port).bigEndian)
+        remote.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let connected = withUnsafePointer(to: &remote) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Foundation.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard bound == 0, connected == 0 else {
+            close(fd)
+            throw TestFailure("connect from \(source) to \(port)")
+        }
+        return fd
+    }
+
     /// A player who leaves before its response is sent (an ABR switch, a seek) leaves the
     /// pieces fetched for it in the store: the next player served them counts their bytes as
     /// fetched. They were counted by no one: the response that began a fetch had settled

@@ -85,6 +85,43 @@ struct TrackerSessionTests {
         c.feed.finish()
     }
 
+    /// What goes to a node unasked waits for it within a bound: past it, it is left out. A node
+    /// that read nothing had every such message wait in a task of its own, without end (a
+    /// `prepare` of ready objects made a 1 MB push).
+    @Test func unaskedMessagesToANodeThatReadsNothingAreBounded() async throws {
+        let tracker = SwarmTracker(appID: "app", secret: Self.secret, maxUnaskedBytes: 1000, logger: Logger(label: "test"))
+        let c = Connection()
+        let waiting = Atomic<Int>(0)
+        _ = Task {
+            await tracker.serve(c.inbound) { text in
+                guard let m = SwarmMessage(json: text), m.type == "dropped" else {
+                    c.sent.withLock { $0.append(SwarmMessage(json: text)!) }
+                    return
+                }
+                // The node reads nothing more: the write never ends.
+                waiting.add(1, ordering: .relaxed)
+                try await Task.sleep(for: .seconds(30))
+            }
+        }
+        c.feed.yield(SwarmMessage.login(LoginProof.sign(appID: "app", peerID: "deaf", secret: Self.secret), url: "http://x").json)
+        try await c.waitFor(1)
+        let id = Self.id("dropped-copy")
+        tracker.copyDropped(id, copy: String(repeating: "c", count: 64))
+        var have = SwarmMessage(type: "have")
+        have.objects = [id]
+        // Each `have` of the object tells the node of the dropped copy, unasked.
+        for _ in 0..<20 { c.feed.yield(have.json) }
+        c.feed.yield(SwarmMessage(type: "ping").json)
+        try await c.waitFor(2)
+        try await Task.sleep(for: .milliseconds(200))
+        let size = Self.droppedSize(id)
+        #expect(waiting.load(ordering: .relaxed) > 0)
+        #expect(waiting.load(ordering: .relaxed) <= 1000 / size, "\(waiting.load(ordering: .relaxed)) of \(size) bytes each")
+        c.feed.finish()
+    }
+
+    static func droppedSize(_ id: String) -> Int { SwarmTracker.dropped(id, copy: String(repeating: "c", count: 64)).utf8.count }
+
     /// Checksums whose length no object has (near 2^63, which overflows `PieceLayout`) are no
     /// checksums: a tracker, or anyone on a plain ws:// link, could crash a node with them.
     @Test func checksumsOfAnImpossibleLengthAreRefused() {

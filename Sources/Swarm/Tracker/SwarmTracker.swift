@@ -81,6 +81,10 @@ public final class SwarmTracker: Sendable {
     /// (its node sends the player to the origin). Each waiting one was a task and a queued
     /// job without bound: a node sending them at its message rate had some 30,000 waiting.
     public let maxWaitingSums: Int
+    /// Bytes of messages to one node, unasked, waiting to be sent at once, at most.
+    public let maxUnaskedBytes: Int
+    /// An unasked message left out: too many of them wait for the node already.
+    struct Unsent: Error {}
     let verifier: LoginVerifier
     let secret: String
     /// The checksum registry and the first seed: the node the tracker runs in.
@@ -106,8 +110,10 @@ public final class SwarmTracker: Sendable {
     public init(
         appID: String, secret: String, heartbeat: Duration = .seconds(10), peersPerWant: Int = 5, banAfter: Int = 3,
         messagesPerSecond: Double = 500, bytesPerSecond: Double = 8_388_608, maxObjectsPerSession: Int = 1_000_000,
-        maxAnnouncedObjects: Int = 40_000_000, maxWaitingSums: Int = 1024, host: (any TrackerHost)? = nil, nonceLog: (any NonceLog)? = nil, logger: Logger
+        maxAnnouncedObjects: Int = 40_000_000, maxWaitingSums: Int = 1024, maxUnaskedBytes: Int = 8 << 20, host: (any TrackerHost)? = nil,
+        nonceLog: (any NonceLog)? = nil, logger: Logger
     ) {
+        self.maxUnaskedBytes = maxUnaskedBytes
         self.maxObjectsPerSession = maxObjectsPerSession
         self.maxAnnouncedObjects = maxAnnouncedObjects
         self.maxWaitingSums = maxWaitingSums
@@ -152,8 +158,20 @@ public final class SwarmTracker: Sendable {
             try? await send(Self.refused("the first message must be a login"))
             return "no login"
         }
+        // What goes to the node unasked (checksums pushed as objects become ready, copies
+        // dropped) waits in a task of its own for the node to read it: bounded per connection,
+        // past which it is left out (the node asks for checksums when its players need them). A
+        // node that read nothing and sent `prepare`s grew the tracker without end, a 1 MB push
+        // for each 9 KB message.
+        let unaskedBytes = BoundedCount(maxUnaskedBytes)
+        let unasked: @Sendable (String) async throws -> Void = { text in
+            let n = text.utf8.count
+            guard unaskedBytes.take(n) else { throw Unsent() }
+            defer { unaskedBytes.give(n) }
+            try await send(text)
+        }
         let peer: String
-        switch admit(login, connection: connection, send: send) {
+        switch admit(login, connection: connection, send: unasked) {
         case .failure(let why):
             logger.warning("login refused", metadata: ["peer": "\(login.peerId ?? "?")", "reason": "\(why.rawValue)"])
             let heard = why == .peerInUse ? login.peerId.map(heardAgo) : nil
