@@ -115,6 +115,22 @@ struct ReadAheadWindowTests {
         #expect(after.plan(renewed).isEmpty, "a restored playlist is known")
     }
 
+    /// Past the bound the playlist used least recently goes (planned, or reached by a player),
+    /// not the one planned first.
+    @Test func theListUsedLeastRecentlyMakesRoom() {
+        let kept = Mutex<[String]>([])
+        let window = ReadAheadWindow(ahead: .seconds(8), maxObjects: 15) { _, dropped in kept.withLock { $0 += dropped } }
+        let (a, b, c, d) = (playlist("a", 5), playlist("b", 5), playlist("c", 5), playlist("d", 5))
+        for list in [a, b, c] { _ = window.plan(list) }
+        _ = window.reached([a[1].key.id])
+        _ = window.plan(d)
+        #expect(kept.withLock { $0 } == ["\(b.first!.key.id) \(b.last!.key.id) 5"], "b, not a, which a player reached since")
+        _ = window.plan(c)
+        _ = window.plan(b)
+        #expect(kept.withLock { $0.last } == "\(a.first!.key.id) \(a.last!.key.id) 5", "then a: c was planned again since")
+        #expect(indices(window.reached([d[0].key.id])) == [1, 2])
+    }
+
     /// Restoring more than the bound drops the oldest, and tells the keeper to forget them.
     @Test func aRestoreOverTheBoundForgetsTheOldest() {
         let kept = Mutex<[String]>([])

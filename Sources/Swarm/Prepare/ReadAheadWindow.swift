@@ -1,3 +1,4 @@
+import PieceStore
 import Synchronization
 
 /// Which of a VOD playlist's objects are prepared ahead of its players: after each object a
@@ -33,7 +34,6 @@ public final class ReadAheadWindow: Sendable {
         var starts: [Double]
         /// Objects handed out so far. Not a prefix: a player who seeks skips what lies between.
         var released: [Bool]
-        var used: UInt64
     }
 
     struct State {
@@ -43,6 +43,11 @@ public final class ReadAheadWindow: Sendable {
         /// A list's identity → the list, so the players of one playlist share one window.
         var names: [String: UInt64] = [:]
         var objects = 0
+        /// The lists from the least recently used on: a list dropped for room is found at once
+        /// (each was found by a scan of all lists, under the lock every `want` takes: a
+        /// `prepare` of 300 new objects into a window full of one-object lists held the
+        /// tracker's wants for 18 s).
+        var recency = RecencyList<UInt64>()
         var next: UInt64 = 0
         var pending: [String: ContinuousClock.Instant] = [:]
     }
@@ -89,7 +94,8 @@ public final class ReadAheadWindow: Sendable {
         starts.reserveCapacity(refs.count + 1)
         for d in durations { starts.append(starts[starts.count - 1] + d) }
         for (i, ref) in refs.enumerated() { s.positions[ref.key.id] = (id, i) }
-        s.lists[id] = List(name: name, refs: refs, starts: starts, released: Array(repeating: false, count: refs.count), used: id)
+        s.lists[id] = List(name: name, refs: refs, starts: starts, released: Array(repeating: false, count: refs.count))
+        _ = s.recency.use(id)
         s.names[name] = id
         s.objects += refs.count
         return dropped
@@ -107,7 +113,7 @@ public final class ReadAheadWindow: Sendable {
             let id: UInt64
             if let known = s.names[name] {
                 id = known
-                s.lists[id]!.used = s.next
+                _ = s.recency.use(id)
                 // The same objects under URLs of their own (a player's newer tokens): those are
                 // the ones to prepare from from now on.
                 if s.lists[id]!.refs.count == refs.count, !s.lists[id]!.refs.elementsEqual(refs, by: { $0.url == $1.url }) {
@@ -151,8 +157,7 @@ public final class ReadAheadWindow: Sendable {
                     s.pending[id] = now
                     continue
                 }
-                s.next += 1
-                s.lists[at.list]!.used = s.next
+                _ = s.recency.use(at.list)
                 due += Self.release(after: at.index, ahead: ahead, &s.lists[at.list]!)
             }
             return due
@@ -190,8 +195,9 @@ public final class ReadAheadWindow: Sendable {
     /// their names.
     private static func evict(to limit: Int, _ s: inout State) -> [String] {
         var dropped: [String] = []
-        while s.objects > max(limit, 0), let (id, list) = s.lists.min(by: { $0.value.used < $1.value.used }) {
-            s.lists[id] = nil
+        while s.objects > max(limit, 0), let id = s.recency.oldest {
+            s.recency.remove(id)
+            guard let list = s.lists.removeValue(forKey: id) else { continue }
             s.objects -= list.refs.count
             for ref in list.refs where s.positions[ref.key.id]?.list == id { s.positions[ref.key.id] = nil }
             s.names[list.name] = nil
