@@ -183,8 +183,8 @@ extension GatewayResponder {
                     // a response whose player left before it was sent (an ABR switch, a
                     // seek) counts as fetched for the first player who gets it.
                     if let fetched = self.node.takeFetched(key, index) {
-                        try await flush()
                         do {
+                            try await flush()
                             try await writer.write(part)
                         } catch {
                             self.node.noteFetched(key, index, from: fetched)

@@ -81,7 +81,7 @@ enum TrackerEndpoint {
     /// holding 64 silent upgrades, opened again every heartbeat, kept every node from logging
     /// in, with no secret.
     static let maxAwaitingLogin = 512
-    static let maxAwaitingLoginPerSource = 8
+    static let maxAwaitingLoginPerSource = 16
 }
 
 /// Counts the connections that have not sent their first message (their login), in all and
@@ -116,7 +116,14 @@ final class LoginGate: Sendable {
         switch address {
         case .v4?: return address?.ipAddress ?? "other"
         case .v6(let a)?:
-            return withUnsafeBytes(of: a.address.sin6_addr) { bytes in bytes.prefix(8).map { String($0, radix: 16) }.joined(separator: ".") } + "/64"
+            return withUnsafeBytes(of: a.address.sin6_addr) { bytes in
+                // An IPv4 client of a dual-stack listener (`[::]`) comes as ::ffff:a.b.c.d: its
+                // own IPv4 address, not the /64 that every such client shares.
+                if bytes.prefix(10).allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
+                    return bytes.suffix(4).map { String($0) }.joined(separator: ".")
+                }
+                return bytes.prefix(8).map { String($0, radix: 16) }.joined(separator: ".") + "/64"
+            }
         default: return "other"
         }
     }

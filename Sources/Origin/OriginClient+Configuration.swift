@@ -14,7 +14,7 @@ extension OriginClient {
         /// No byte received for this long → `.timeout`. Counts from the start of each attempt;
         /// time spent paused because the consumer's buffer is full does not count.
         public var idleTimeout: Duration = .seconds(10)
-        /// The consumer may leave a transfer paused (its buffer full, nothing read) this long,
+        /// The consumer may leave a transfer paused (its buffer full, not read down to half) this long,
         /// then it is aborted with `.timeout`: a paused transfer holds one of its host's
         /// `maxConcurrentPerHost` slots, and a client of the gateway that reads nothing held
         /// one for as long as it stayed connected (eight such took every request to the host).

@@ -6,6 +6,10 @@ import Foundation
 /// it go when the process ends, however it ends.
 final class DirectoryLock: Sendable {
     private let fd: Int32
+    /// Why the lock is not held though the store opens: a file system without POSIX locks (an
+    /// NFS mount without its lock daemon, some FUSE ones), where the store ran before there
+    /// was a lock. Nil: held.
+    let unavailable: String?
 
     init(_ directory: String) throws(PieceStoreError) {
         let path = directory + "/lock"
@@ -22,12 +26,14 @@ final class DirectoryLock: Sendable {
             holder.l_type = Int16(F_WRLCK)
             holder.l_whence = Int16(SEEK_SET)
             let pid = fcntl(fd, F_GETLK, &holder) == 0 && holder.l_type != Int16(F_UNLCK) ? " (pid \(holder.l_pid))" : ""
-            close(fd)
             if err == EACCES || err == EAGAIN {
+                close(fd)
                 throw PieceStoreError(.inUse, "\(directory) is in use by another process\(pid): one process at a time keeps a cache directory")
             }
-            throw PieceStoreError(.io, "cannot lock \(path): \(String(cString: strerror(err)))")
+            unavailable = "cannot lock \(path): \(String(cString: strerror(err)))"
+            return
         }
+        unavailable = nil
         let text = Array("\(getpid())\n".utf8)
         if ftruncate(fd, 0) == 0 { _ = text.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) } }
     }

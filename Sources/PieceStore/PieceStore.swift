@@ -141,6 +141,9 @@ public final class PieceStore: Sendable {
             throw PieceStoreError(.io, "cannot create \(directory)/objects: \(Self.reason(error))")
         }
         lock = try DirectoryLock(directory)
+        if let why = lock.unavailable {
+            logger.warning("the cache folder cannot be locked: make sure no other process opens it", metadata: ["why": "\(why)"])
+        }
         trash = try Trash(folder: directory + "/trash")
         var opened: (database: DatabasePool, rows: [Row])
         do {

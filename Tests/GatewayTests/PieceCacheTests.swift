@@ -183,6 +183,26 @@ final class PieceCacheTests {
         #expect((stats["ranges"] as? [String])?.filter { $0 == piece1 }.count == 2, "\(stats)")
     }
 
+    /// The limit on a piece's transfer is on the range's body only: an origin that ignores
+    /// ranges answers a piece with its whole body, read once for every piece as players go,
+    /// for as long as that takes. With the limit on the whole transfer, the first such answer
+    /// (the origin not yet known to ignore ranges) was cut at three idle timeouts, and the
+    /// player's response with it.
+    @Test func aWholeBodyAnsweredForAPieceIsReadPastThePiecesLimit() async throws {
+        let cache = Live.cacheFolder()
+        let (g, port) = try await gateway(cache: cache, ["--memory-cache-size", "0", "--origin-idle-timeout", "1"])
+        defer { g.stop() }
+        let path = "/obj/wholeslow.ts?size=500000&noranges=1"
+        _ = try await Live.whenReady(proxied(port, path))
+        let want = try await direct(path)
+        // The last piece: the whole body is read up to its end for it.
+        try flipByte(at: 480_000, inTheOnlyObjectOf: cache)
+        // From now on the origin sends at 100 kB/s: the whole body takes 5 s, over the 3 s limit.
+        _ = try await HTTP.get(originBase + "/__version?name=wholeslow.ts&throttle=100000")
+        let served = try await HTTP.get(proxied(port, path))
+        #expect(served.status == 200 && served.body == want, "\(served.status), \(served.body.count) bytes")
+    }
+
     /// A Range under an If-Range is sent only if the If-Range names the copy served: its
     /// strong ETag or its Last-Modified; else the whole object comes (RFC 9110 13.1.5), so a
     /// client resuming a download of an older copy does not splice two.

@@ -1099,7 +1099,7 @@ final class SwarmTransferTests {
         #expect(stat["cacheBytes"] as? Int == 19 * size, "\(stat)")
     }
 
-    /// Upgrades that never log in, from one address, take 8 of the tracker's places for logins
+    /// Upgrades that never log in, from one address, take 16 of the tracker's places for logins
     /// at most: a node from another address logs in at its first try. With one bound of 64 in
     /// all, a client holding 64 of them (opened again every heartbeat) kept every node out,
     /// with no secret.
@@ -1119,12 +1119,12 @@ final class SwarmTransferTests {
             #expect(n > 0 && String(decoding: buffer[..<max(0, n)], as: UTF8.self).hasPrefix("HTTP/1.1 101"))
         }
         try await Task.sleep(for: .milliseconds(300))
-        // The ones past 8 were told to go (a close frame, then the end of the connection).
+        // The ones past 16 were told to go (a close frame, then the end of the connection).
         let waiting = silent.filter { fd in
             var byte: UInt8 = 0
             return recv(fd, &byte, 1, Int32(MSG_DONTWAIT)) < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
         }
-        #expect(waiting.count == 8, "\(waiting.count) still waiting")
+        #expect(waiting.count == TrackerEndpoint.maxAwaitingLoginPerSource, "\(waiting.count) still waiting")
         let (n, _) = try await node(trackerPort: trackerPort, originPort: 1)
         defer { n.stop() }
         #expect(!n.stderr.contains("reconnecting") && !n.stderr.contains("refused"), "logged in at its first try: \(n.stderr)")

@@ -182,13 +182,14 @@ final class Transfer: @unchecked Sendable {
     }
 
     /// Why the transfer ends now, if it does: no byte came for the idle timeout while it was
-    /// not paused, or its consumer left it paused (read nothing) for `pausedLimit`.
+    /// not paused, or its consumer left it paused for `pausedLimit` (took too little to
+    /// drain its buffer to half).
     func expiry(now: ContinuousClock.Instant) -> OriginError? {
         let paused = shared.withLock { $0.paused }
         guard now - lastActivity > (paused ? options.pausedLimit : options.idleTimeout) else { return nil }
         let host = options.url.hostKey
         return paused
-            ? OriginError(.timeout, "\(host): its reader took nothing for \(options.pausedLimit)")
+            ? OriginError(.timeout, "\(host): its reader left it paused (its buffer full) for \(options.pausedLimit)")
             : OriginError(.timeout, "\(host): no data for \(options.idleTimeout)")
     }
 

@@ -766,12 +766,9 @@ public final class SwarmNode: Sendable {
         func endProbe(_ outcome: WholeBodyRead.Outcome) {
             if let probe { endWholeRead(probe, key, outcome) }
         }
-        // A time limit on the whole transfer, but not where the origin is known to send the whole
-        // body (a read of it pauses for its players, and runs as long as they play).
-        let limit = probe == nil ? Self.pieceFetchLimit(idle: origin.configuration.idleTimeout) : nil
         let response: OriginResponse
         do {
-            response = try await origin.fetch(Self.pieceRequest(url, index, checksums.layout, limit: limit))
+            response = try await origin.fetch(Self.pieceRequest(url, index, checksums.layout))
         } catch where error.code == .tooLarge {
             // An origin that ignores ranges and sends a copy larger than the one prepared.
             let failure = originDiffers(key, index, checksums, url: url, "the origin's copy of \(key) is larger than the prepared one")
@@ -801,7 +798,9 @@ public final class SwarmNode: Sendable {
         }
         let bytes: [UInt8]
         do {
-            bytes = try await response.body.collect(upTo: checksums.layout.size(of: index))
+            // The piece's range within its time limit (a 206 only: a 200's body is read whole
+            // for the object, paused for its players, as long as they play).
+            bytes = try await Self.collect(response.body, upTo: checksums.layout.size(of: index), within: Self.pieceFetchLimit(idle: origin.configuration.idleTimeout))
         } catch where (error.code == .connection || error.code == .timeout) && !again {
             // The connection broke mid-body (the client retries only before the head), or
             // trickled past the piece's time limit: a piece is a small range, asked once more
@@ -823,19 +822,35 @@ public final class SwarmNode: Sendable {
         return bytes
     }
 
-    /// The origin request for piece `index`: its range, no more than the prepared length, and
-    /// the whole transfer within `limit`.
-    static func pieceRequest(_ url: String, _ index: Int, _ layout: PieceLayout, limit: Duration? = nil) -> OriginRequest {
+    /// The origin request for piece `index`: its range, no more than the prepared length.
+    static func pieceRequest(_ url: String, _ index: Int, _ layout: PieceLayout) -> OriginRequest {
         let first = layout.offset(of: index)
-        return OriginRequest(
-            url: url, range: .closed(first: first, last: first + Int64(layout.size(of: index)) - 1), timeouts: .init(total: limit),
-            maxBodySize: Int64(layout.length))
+        return OriginRequest(url: url, range: .closed(first: first, last: first + Int64(layout.size(of: index)) - 1), maxBodySize: Int64(layout.length))
     }
 
-    /// How long one piece's transfer from the origin may take: three idle timeouts (30 s by
-    /// default: a 256 KiB piece at under 9 kB/s), then it is asked again once. A player that
+    /// How long one piece's body may take to come from the origin: three idle timeouts (30 s
+    /// by default: a 256 KiB piece at under 9 kB/s), then it is asked again once. A player that
     /// gives up on a segment asks again, and its retry joins this fetch.
     static func pieceFetchLimit(idle: Duration) -> Duration { idle * 3 }
+
+    /// `body` collected (`upTo` bytes at most) within `limit`, else `.timeout` (the transfer is
+    /// abandoned).
+    static func collect(_ body: OriginBody, upTo size: Int, within limit: Duration) async throws(OriginError) -> [UInt8] {
+        let first = await withTaskGroup(of: Result<[UInt8], OriginError>?.self) { group in
+            group.addTask {
+                do throws(OriginError) { return .success(try await body.collect(upTo: size)) } catch { return .failure(error) }
+            }
+            group.addTask {
+                try? await Task.sleep(for: limit)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        guard let first else { throw OriginError(.timeout, "the piece's body took longer than \(limit)") }
+        return try first.get()
+    }
 
     /// Piece `index` from an origin's 206 or 200 answer (an origin without ranges: read up to
     /// the piece, what comes before it dropped). Shorter when the body is.

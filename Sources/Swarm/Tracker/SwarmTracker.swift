@@ -164,8 +164,10 @@ public final class SwarmTracker: Sendable {
         // node that read nothing and sent `prepare`s grew the tracker without end, a 1 MB push
         // for each 9 KB message.
         let unaskedBytes = BoundedCount(maxUnaskedBytes)
+        let maxUnaskedBytes = self.maxUnaskedBytes
         let unasked: @Sendable (String) async throws -> Void = { text in
-            let n = text.utf8.count
+            // One larger than the bound goes when nothing else waits.
+            let n = min(text.utf8.count, maxUnaskedBytes)
             guard unaskedBytes.take(n) else { throw Unsent() }
             defer { unaskedBytes.give(n) }
             try await send(text)
