@@ -21,6 +21,20 @@ struct FaultTests {
         }
     }
 
+    /// Response headers past 256 KiB end the fetch, once: libcurl's own limit (or its memory)
+    /// failed it as a connection error, and each was asked three times.
+    @Test func hugeResponseHeadersAreRefusedOnce() async throws {
+        try await withOrigin { origin, client in
+            let error = await failure { try await client.fetch(OriginRequest(url: origin.url("/bigheaders/400000?key=big-headers"))) }
+            #expect(error?.code == .tooLarge, "\(String(describing: error))")
+            #expect(try await origin.counts("big-headers").requests == 1)
+            // Headers under the bound are read as ever.
+            let fine = try await client.fetch(OriginRequest(url: origin.url("/bigheaders/100000?key=fine-headers")))
+            let body = try await fine.body.collect(upTo: 100)
+            #expect(fine.status == 200 && String(decoding: body, as: UTF8.self) == "ok")
+        }
+    }
+
     @Test func stalledOriginTimesOut() async throws {
         try await withOrigin({ $0.idleTimeout = .seconds(1) }) { origin, client in
             let start = ContinuousClock.now

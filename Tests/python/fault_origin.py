@@ -25,6 +25,7 @@ Endpoints:
   /count/KEY         the counters of KEY as JSON
   /echo              "METHOD Content-Type BODY" of the request (POST: its body)
   /accept-encoding   the request's Accept-Encoding ("-" without one)
+  /bigheaders/N      200 "ok" after N bytes of X-Filler header lines
 
 POST is answered as GET is (counted the same way), after its body (Content-Length) is read.
 """
@@ -91,6 +92,11 @@ class Handler(BaseHTTPRequestHandler):
     def serve_echo(self, parts):
         text = "%s %s " % (self.command, self.headers.get("Content-Type", "-"))
         self.answer(200, text.encode() + getattr(self, "posted", b""))
+
+    def serve_bigheaders(self, parts):
+        n = int(parts[1])
+        lines = [("X-Filler-%d" % i, "x" * 1000) for i in range(n // 1000 + 1)]
+        self.answer(200, b"ok", lines)
 
     def serve_accept_encoding(self, parts):
         self.answer(200, self.headers.get("Accept-Encoding", "-").encode())

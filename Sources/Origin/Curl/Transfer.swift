@@ -44,6 +44,11 @@ final class Transfer: @unchecked Sendable {
     // Loop thread.
     private var lastActivity = ContinuousClock.now
     private var received: Int64 = 0
+    /// Bytes of header lines received for this answer (interim ones included).
+    private var headerBytes = 0
+    /// The most header bytes an answer may have: past it the transfer ends `.tooLarge`, not
+    /// retried (libcurl's own limit failed it as a connection error, asked three times).
+    static let maxHeaderBytes = 256 << 10
     private var headerLines: [(name: String, value: String)] = []
     private var headSent = false
     private var completed = false
@@ -264,6 +269,11 @@ final class Transfer: @unchecked Sendable {
     fileprivate func receiveHeader(_ bytes: UnsafeRawBufferPointer) -> Int {
         lastActivity = .now
         guard !headSent else { return bytes.count }  // trailers
+        headerBytes += bytes.count
+        guard headerBytes <= Self.maxHeaderBytes else {
+            callbackFailure = OriginError(.tooLarge, "\(options.url.hostKey): response headers larger than \(Self.maxHeaderBytes) bytes")
+            return 0
+        }
         var end = bytes.endIndex
         while end > bytes.startIndex, bytes[end - 1] == 0x0A || bytes[end - 1] == 0x0D { end -= 1 }
         let line = Substring(String(decoding: bytes[..<end], as: UTF8.self))
