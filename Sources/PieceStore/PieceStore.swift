@@ -378,6 +378,14 @@ public final class PieceStore: Sendable {
         let need = Self.diskBytes(layout, index)
         let short = shortOnDisk(need)
         if short > 0, !has(key, piece: index) {
+            // An object the disk cannot hold whole, with every other object gone, is not kept
+            // either: each of its pieces evicted others for room, until the disk held part of
+            // it and nothing else.
+            let held = usedBytes
+            if held > 0, let disk = diskSpace(), (layout.length + 4095) & ~4095 > disk.free - disk.reserve + held {
+                shortages.add(1, ordering: .relaxed)
+                return false
+            }
             let evicted = makeRoomOnDisk(short, sparing: key.id)
             noteDiskFull(true, evicted: evicted)
             guard evicted > 0 else {

@@ -683,6 +683,26 @@ final class PieceCacheTests {
         #expect(try await HTTP.get("http://127.0.0.1:\(port)/health").status == 200)
     }
 
+    /// An object the disk cannot hold whole (with every other object gone) is served without
+    /// being kept, and evicts nothing: a piece at a time, it emptied the store for room, then
+    /// was kept in part, and the objects players had played came from the origin again.
+    @Test(.enabled(if: Live.canMountSmallDisks)) func anObjectLargerThanTheDiskEvictsNothing() async throws {
+        let (g, port, _) = try await Live.gatewayOnSmallDisk(
+            size: "4m", ["--allow-origin", "127.0.0.1:\(originPort)", "--piece-size", "64KiB", "--memory-cache-size", "0"])
+        defer { g.stop() }
+        let kept = (0..<3).map { "/obj/beside-large-\($0).ts?size=400000" }
+        try await expectServedWhole(port, kept)
+        try await expectServedWhole(port, ["/obj/larger-than-disk.ts?size=3500000"])
+        for (n, path) in kept.enumerated() {
+            let name = "beside-large-\(n).ts"
+            let before = try await originStats(name)["requests"] as? Int
+            let r = try await HTTP.get(proxied(port, path))
+            let want = try await direct(path)
+            #expect(r.status == 200 && r.body == want)
+            #expect(try await originStats(name)["requests"] as? Int == (before ?? 0) + 1, "only the direct fetch: \(name) came from the disk")
+        }
+    }
+
     /// A shared disk that something else has filled: the store has nothing to evict. Every
     /// object is still served whole and correct (from the origin, by range), the store says
     /// once that the disk is full, the registry is still written, and the gateway stays up.
