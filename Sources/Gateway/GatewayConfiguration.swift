@@ -127,7 +127,10 @@ public struct GatewayConfiguration: Sendable {
             host: host, port: port, publicURL: s["public-url"], inheritQuery: InheritQuery(setting: s["inherit-query"] ?? ""),
             keyURIs: keys, allowOrigins: s.list("allow-origin"), cacheDirectory: s["cache-dir"] ?? "swarmgate-cache",
             demo: try s.toggle("demo"))
-        if let size = try s.size("max-object-size") { maxObjectSize = size }
+        if let size = try s.size("max-object-size") {
+            guard size > 0 else { throw SettingsError("max-object-size must be above 0: every media object would be refused") }
+            maxObjectSize = size
+        }
         corsOrigins = try CORSPolicy(items: s.list("cors-origins"))
         if let size = try s.size("cache-size") { cacheSize = size }
         if let t = s["tracker"] {
@@ -198,7 +201,11 @@ public struct GatewayConfiguration: Sendable {
             }
         }
         if let t = s["origin-idle-timeout"] {
-            guard let seconds = Double(t), seconds > 0 else { throw SettingsError("origin-idle-timeout must be seconds, not '\(t)'") }
+            // Bounded: a huge or infinite value trapped converting to milliseconds (a crash loop
+            // under a supervisor, not an error naming the setting).
+            guard let seconds = Double(t), seconds > 0, seconds <= 86_400 else {
+                throw SettingsError("origin-idle-timeout must be seconds (above 0, at most 86400), not '\(t)'")
+            }
             originIdleTimeout = .milliseconds(Int64(seconds * 1000))
         }
     }

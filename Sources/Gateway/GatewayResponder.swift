@@ -662,7 +662,10 @@ public final class GatewayResponder: HTTPResponder {
         let url = proxy.origin.string
         let shared = try await manifestFetches.run((longPoll ? "long " : "") + url) { [self] () async -> Result<CollectedAnswer, GatewayFailure> in
             let answer: OriginAnswer
-            do throws(OriginFetchError) { answer = try await origin.fetch(OriginFetch(url: url, idleTimeout: idleTimeout, longPoll: longPoll)) } catch { return .failure(error.failure) }
+            // A manifest's own bound, not `--max-object-size` (SPEC 5: that is the media's; a
+            // small one refused every playlist).
+            let fetch = OriginFetch(url: url, maxBodySize: configuration.maxManifestSize + 1, idleTimeout: idleTimeout, longPoll: longPoll)
+            do throws(OriginFetchError) { answer = try await origin.fetch(fetch) } catch { return .failure(error.failure) }
             do throws(GatewayFailure) {
                 let body = try await collectManifest(answer)
                 return .success(CollectedAnswer(status: answer.status, headers: answer.headers, effectiveURL: answer.effectiveURL, body: body))

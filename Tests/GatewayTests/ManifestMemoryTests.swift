@@ -28,4 +28,15 @@ struct ManifestMemoryTests {
         let refused = try ProgramRun.run(Live.binary, ["serve", "--manifest-memory", "64KiB", "--listen", "127.0.0.1:0"])
         #expect(refused.status != 0 && refused.err.contains("manifest-memory"), "\(refused.err)")
     }
+
+    /// A playlist is bounded by the manifests' 16 MiB, not by `--max-object-size` (SPEC 5:
+    /// that is the media objects'): a largest object smaller than a playlist refused it, 502.
+    @Test func aPlaylistIsNotBoundedByTheLargestMediaObject() async throws {
+        let (origin, originPort) = try await Live.objectOrigin()
+        defer { origin.stop() }
+        let (g, port) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(originPort)", "--max-object-size", "1000"])
+        defer { g.stop() }
+        let list = try await HTTP.get("http://127.0.0.1:\(port)/hls.vod.p2p.com/127.0.0.1:\(originPort)/vod/bounded.m3u8?segments=100&size=5000")
+        #expect(list.status == 200 && list.text.hasPrefix("#EXTM3U") && list.text.utf8.count > 1000, "\(list.status) \(list.text.prefix(200))")
+    }
 }

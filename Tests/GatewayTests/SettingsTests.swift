@@ -148,6 +148,17 @@ struct SettingsTests {
         #expect(tracker.cacheDirectory == "swarmgate-tracker-cache")
     }
 
+    /// A huge or infinite idle timeout is a named error: it trapped converting to
+    /// milliseconds (a crash loop under a supervisor). A largest object of 0 refused every
+    /// media object.
+    @Test func theIdleTimeoutAndTheLargestObjectAreBounded() throws {
+        #expect(try GatewayConfiguration(try settings(flags: ["origin-idle-timeout": "86400"])).originIdleTimeout == .seconds(86_400))
+        for bad in ["1e300", "inf", "nan", "0", "-1", "86401"] {
+            #expect(throws: SettingsError.self, "\(bad)") { try GatewayConfiguration(try settings(flags: ["origin-idle-timeout": bad])) }
+        }
+        #expect(throws: SettingsError.self) { try GatewayConfiguration(try settings(flags: ["max-object-size": "0"])) }
+    }
+
     @Test func readAheadIsSecondsOrAll() throws {
         #expect(try GatewayConfiguration(try settings()).readAhead == .seconds(60))
         #expect(try GatewayConfiguration(try settings(flags: ["read-ahead": "all"])).readAhead == nil)
