@@ -472,17 +472,20 @@ public final class GatewayResponder: HTTPResponder {
                 // players fetch a new segment's parts before it is whole.
                 let lowLatency = !vod && Self.contains(body, Self.partTag)
                 if lowLatency, let target = Self.targetDuration(body) { lowLatencyTargets.note(target, of: Self.playlistName(proxy)) }
-                let live = !vod && configuration.readAhead != .zero
+                // Live tails and their hold follow `--read-ahead`; a restart is looked for in
+                // any case (with `--read-ahead 0` a restarted encoder's players got the old
+                // run's bytes).
+                let tails = !vod && configuration.readAhead != .zero
                 let listName = lowLatency ? playlist : playlist + "?" + (effective.query ?? "")
                 // Looked at on every read: a list that started over may read as it did before.
                 // By the query too (renditions may differ by query only), less a low-latency
                 // reload's own parameters.
                 let restartName = playlist + "?" + (effective.query ?? "").split(separator: "&").filter { !$0.hasPrefix("_HLS_") }.joined(separator: "&")
-                let restarted = live && liveSequences.wentBack(restartName, to: Self.mediaSequence(body), listing: Self.count(Self.extinfTag, in: body))
+                let restarted = !vod && liveSequences.wentBack(restartName, to: Self.mediaSequence(body), listing: Self.count(Self.extinfTag, in: body))
                 // A list that started over lately has what it lists checked at each read: the
                 // new run reaches the old one's names later too.
-                let startedOver = live && liveSequences.restarted(restartName) != nil
-                let liveTail = live && (restarted || liveListingDue(listName, body))
+                let startedOver = !vod && liveSequences.restarted(restartName) != nil
+                let liveTail = tails && (restarted || liveListingDue(listName, body))
                 options.collectReferences = readAhead || liveTail || startedOver
                 let result: HLSRewrite
                 do { result = try HLSRewriter(playlistURL: effective, options: options).rewrite(body) } catch {
@@ -500,7 +503,7 @@ public final class GatewayResponder: HTTPResponder {
                         let queued = prepareLiveTail(result.references, xresid: proxy.xresid, playlistQuery: proxy.origin.query)
                         if !lowLatency { held = queued }
                     }
-                    if live && !lowLatency { holdName = playlist }
+                    if tails && !lowLatency { holdName = playlist }
                 }
                 output = result.output
                 contentType = "application/vnd.apple.mpegurl"
@@ -518,16 +521,27 @@ public final class GatewayResponder: HTTPResponder {
                 let query = proxy.origin.query
                 changes = rewrite.isDynamic
                 if rewrite.isDynamic {
-                    if configuration.readAhead != .zero {
-                        let inline = body.count <= Self.inlineLiveMPDSize
+                    // An MPD whose availabilityStartTime changed started over (an encoder
+                    // restarted, numbering its segments from the start again). By path (a
+                    // query may name the start time it asks for); moving on only. Looked for
+                    // whatever `--read-ahead` says, as for a playlist.
+                    let restarted = liveSequences.startedOver(mpd, at: Self.availabilityStartTime(body))
+                    let inline = body.count <= Self.inlineLiveMPDSize
+                    // The origin's clock, as its Date says (its live edge), else ours.
+                    let now = answer.header("date").flatMap { HTTPDate.seconds($0) } ?? Date().timeIntervalSince1970
+                    if configuration.readAhead == .zero {
+                        // No live tails: what a list that started over lately names is still
+                        // checked (a short MPD's before the answer, as its tails would be).
+                        if liveSequences.restarted(mpd) != nil {
+                            let doubt: @Sendable () -> Void = { [self] in
+                                guard let listed = try? rewriteDASH(body, url: effective, xresid: proxy.xresid, collectSegments: true, now: now) else { return }
+                                doubtCopiesFromBefore(listed.segments, xresid: proxy.xresid, mpdQuery: query, mpd: mpd)
+                            }
+                            if inline { doubt() } else { Task.detached(priority: .utility) { doubt() } }
+                        }
+                    } else {
                         if inline { holdName = mpd }
-                        // An MPD whose availabilityStartTime changed started over (an encoder
-                        // restarted, numbering its segments from the start again).
-                        // By path (a query may name the start time it asks for); moving on only.
-                        let restarted = liveSequences.startedOver(mpd, at: Self.availabilityStartTime(body))
                         if restarted || liveListingDue(mpd, body) {
-                            // The origin's clock, as its Date says (its live edge), else ours.
-                            let now = answer.header("date").flatMap { HTTPDate.seconds($0) } ?? Date().timeIntervalSince1970
                             let list: @Sendable () -> [(key: ObjectKey, url: String, duration: Double?)] = { [self] in
                                 guard let listed = try? rewriteDASH(body, url: effective, xresid: proxy.xresid, collectSegments: true, now: now) else { return [] }
                                 return prepareLiveTails(listed.segments, xresid: proxy.xresid, mpdQuery: query, mpd: mpd)
@@ -843,7 +857,10 @@ public final class GatewayResponder: HTTPResponder {
     /// A configured hold (`--live-hold`), never more than half a segment: a player whose
     /// playlist comes that late has fetched most of its buffer's margin already.
     static func liveHold(_ configured: Duration, segmentSeconds: Double?) -> Duration {
-        guard let seconds = segmentSeconds, seconds.isFinite, seconds > 0 else { return configured }
+        guard let seconds = segmentSeconds, seconds.isFinite else { return configured }
+        // A segment of no time (`#EXTINF:0,`, or less) gets no hold: half of it is none (it
+        // got the whole configured hold).
+        guard seconds > 0 else { return .zero }
         // Within what a configured hold can be first: a list may give any finite duration
         // (`#EXTINF:1e17,`), which as milliseconds is past what an Int64 holds.
         return min(configured, .milliseconds(Int64(min(seconds, 3600) * 500)))

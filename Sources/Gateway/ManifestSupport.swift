@@ -36,6 +36,15 @@ extension GatewayResponder {
     /// Representation, and a player plays one of each kind. The objects listed are
     /// remembered, so that a player's request of one marks its Representation as played.
     /// Returns the objects queued now.
+    /// The copies from before a restart of `mpd` that its lists name, doubted (as
+    /// `prepareLiveTails` does, without queuing tails).
+    func doubtCopiesFromBefore(_ lists: [DASHSegmentList], xresid: XResID, mpdQuery: String?, mpd: String) {
+        for list in lists {
+            let items = list.segments.lazy.compactMap { s in (try? OriginURL(s.url)).map { (origin: $0, duration: s.duration) } }
+            doubtCopiesFromBefore(listedObjects(items, xresid: xresid, listQuery: mpdQuery), list: mpd, xresid: xresid)
+        }
+    }
+
     func prepareLiveTails(_ lists: [DASHSegmentList], xresid: XResID, mpdQuery: String?, mpd: String) -> [(key: ObjectKey, url: String, duration: Double?)] {
         var queued: [(key: ObjectKey, url: String, duration: Double?)] = []
         for list in lists {

@@ -23,5 +23,8 @@ struct LiveHoldTests {
         // Any finite duration a list gives, however absurd (it trapped converting to an Int64).
         #expect(GatewayResponder.liveHold(.seconds(5), segmentSeconds: 1e17) == .seconds(5))
         #expect(GatewayResponder.liveHold(.seconds(5), segmentSeconds: .greatestFiniteMagnitude) == .seconds(5))
+        // A segment of no time: half of it is no hold (it got the whole configured hold).
+        #expect(GatewayResponder.liveHold(.seconds(5), segmentSeconds: 0) == .zero)
+        #expect(GatewayResponder.liveHold(.seconds(5), segmentSeconds: -1) == .zero)
     }
 }

@@ -60,14 +60,15 @@ struct ReplacedObjectTests {
         }
     }
 
-    @Test(arguments: [false, true])
-    func aPlayerNeverGetsTheLastRunsSegments(withTracker: Bool) async throws {
+    /// With `--read-ahead 0` (no live tails) too: the restart was not looked for then.
+    @Test(arguments: zip([false, true, false], [[], [], ["--read-ahead", "0"]]))
+    func aPlayerNeverGetsTheLastRunsSegments(withTracker: Bool, flags: [String]) async throws {
         let folder = Scratch.url("live-restart")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try Self.write(run: 1, first: 0, to: folder)
         let (origin, originPort) = try await Live.origin(serving: folder, token: Self.token)
         defer { origin.stop() }
-        let (processes, port) = try await Self.gateway(withTracker: withTracker, originPort: originPort, ["--inherit-query", "token"])
+        let (processes, port) = try await Self.gateway(withTracker: withTracker, originPort: originPort, ["--inherit-query", "token"] + flags)
         defer { for p in processes { p.stop() } }
         let base = "http://127.0.0.1:\(port)/hls.vod.p2p.com/127.0.0.1:\(originPort)"
         func play(_ run: Int, _ segments: Range<Int>) async throws {
@@ -108,11 +109,12 @@ struct ReplacedObjectTests {
     /// The same for a live MPD: the encoder restarts, numbering its segments from the start
     /// again, and the MPD's availabilityStartTime changes (Tests/python/object_origin.py:
     /// `?ast=`; `/__version` gives the segments other bytes under the same URLs).
-    @Test func aDASHPlayerNeverGetsTheLastRunsSegments() async throws {
+    @Test(arguments: [[], ["--read-ahead", "0"]])
+    func aDASHPlayerNeverGetsTheLastRunsSegments(flags: [String]) async throws {
         let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }
         let host = "127.0.0.1:\(originPort)"
-        let (gateway, port) = try await Live.gateway(["--allow-origin", host])
+        let (gateway, port) = try await Live.gateway(["--allow-origin", host] + flags)
         defer { gateway.stop() }
         let mpd = "http://127.0.0.1:\(port)/hls.vod.p2p.com/\(host)/dashlive/restart.mpd?segments=3&first=5"
         let segment = "/obj/restart-lo/seg7.ts?size=200000&token=abc"
