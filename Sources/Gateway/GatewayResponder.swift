@@ -481,7 +481,7 @@ public final class GatewayResponder: HTTPResponder {
                 // By the query too (renditions may differ by query only), less a low-latency
                 // reload's own parameters.
                 let restartName = playlist + "?" + (effective.query ?? "").split(separator: "&").filter { !$0.hasPrefix("_HLS_") }.joined(separator: "&")
-                let restarted = !vod && liveSequences.wentBack(restartName, to: Self.mediaSequence(body), listing: Self.count(Self.extinfTag, in: body))
+                let restarted = !vod && liveSequences.wentBack(restartName, to: Self.mediaSequence(body), listing: Self.listing(body))
                 // A list that started over lately has what it lists checked at each read: the
                 // new run reaches the old one's names later too.
                 let startedOver = !vod && liveSequences.restarted(restartName) != nil
@@ -606,6 +606,19 @@ public final class GatewayResponder: HTTPResponder {
 
     static let mediaSequenceTag = Array("#EXT-X-MEDIA-SEQUENCE:".utf8)
     static let extinfTag = Array("#EXTINF:".utf8)
+    static let skippedTag = Array("SKIPPED-SEGMENTS=".utf8)
+
+    /// The segments a playlist stands for: those it lists, and those a delta update
+    /// (`EXT-X-SKIP`, RFC 8216bis 4.4.5.2) leaves out. A delta update lists far fewer than the
+    /// full reload before it, at the same media sequence: not a list that started over.
+    static func listing(_ body: [UInt8]) -> Int {
+        var skipped = 0
+        if let at = firstIndex(of: skippedTag, in: body) {
+            let digits = body[(at + skippedTag.count)...].prefix { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+            skipped = digits.count <= 9 ? Int(String(decoding: digits, as: UTF8.self)) ?? 0 : 0
+        }
+        return count(extinfTag, in: body) + skipped
+    }
 
     /// How many times `needle` occurs in `body`.
     static func count(_ needle: [UInt8], in body: [UInt8]) -> Int {

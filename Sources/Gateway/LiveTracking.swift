@@ -5,7 +5,8 @@ import Synchronization
 /// live MPDs, by name: one that goes back (changes) is a list started over (an encoder
 /// restarted), whose objects may have old names.
 final class LiveSequences: Sendable {
-    private let sequences = Mutex<[String: Int]>([:])
+    /// Each list's newest media sequence, and the most segments it listed at that sequence.
+    private let sequences = Mutex<[String: (sequence: Int, listing: Int)]>([:])
     private let starts = Mutex<[String: String]>([:])
     /// When each list last started over, for `restartMemory`.
     private let restarts = Mutex<[String: Date]>([:])
@@ -44,15 +45,22 @@ final class LiveSequences: Sendable {
 
     /// Notes `sequence` for `name`, whose list holds `listing` segments; true when the list
     /// started over: it went back to 0, or so far back that it shares no segment with the one
-    /// noted before. A list one or two segments behind is an origin's edge that lags (behind
-    /// a CDN, reloads reach several), not a restart.
+    /// noted before, or, at the same sequence (a list that never slides: an EVENT list, or one
+    /// without a media sequence), it lists far fewer segments than it did (3 at least, and
+    /// half). A list one or two segments behind is an origin's edge that lags (behind a CDN,
+    /// reloads reach several), not a restart.
     func wentBack(_ name: String, to sequence: Int, listing: Int) -> Bool {
         let restarted = sequences.withLock { s in
             if s.count >= Self.limit && s[name] == nil { s.removeAll(keepingCapacity: true) }
-            let before = s[name] ?? sequence
-            let restarted = sequence < before && (sequence == 0 || before - sequence >= max(1, listing))
+            let before = s[name] ?? (sequence, listing)
+            let shrank = sequence == before.sequence && before.listing - listing >= max(3, (before.listing + 1) / 2)
+            let restarted = shrank || (sequence < before.sequence && (sequence == 0 || before.sequence - sequence >= max(1, listing)))
             // A lagging edge's list is not kept as the newest.
-            s[name] = restarted ? sequence : max(before, sequence)
+            if restarted || sequence > before.sequence {
+                s[name] = (sequence, listing)
+            } else if sequence == before.sequence {
+                s[name] = (sequence, max(listing, before.listing))
+            }
             return restarted
         }
         if restarted { noteRestart(name) }

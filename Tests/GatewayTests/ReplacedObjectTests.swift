@@ -189,6 +189,23 @@ struct ReplacedObjectTests {
         #expect(!sequences.wentBack("b", to: 30, listing: 3))
         #expect(sequences.wentBack("b", to: 27, listing: 3))
         #expect(!sequences.wentBack("c", to: 0, listing: 6), "first sight")
+        // A list that never slides (an EVENT list: its sequence stays): one that lists far
+        // fewer segments than it did started over; one or two fewer is a lagging edge. Its
+        // restarts were never seen.
+        #expect(!sequences.wentBack("e", to: 0, listing: 5))
+        #expect(!sequences.wentBack("e", to: 0, listing: 8))
+        #expect(!sequences.wentBack("e", to: 0, listing: 6), "a lagging edge")
+        #expect(!sequences.wentBack("e", to: 0, listing: 8))
+        #expect(sequences.wentBack("e", to: 0, listing: 3))
+        #expect(!sequences.wentBack("e", to: 0, listing: 4))
+        #expect(!sequences.wentBack("f", to: 0, listing: 4))
+        #expect(sequences.wentBack("f", to: 0, listing: 1), "a short list started over")
+        // A delta update (EXT-X-SKIP) stands for the segments it skips too.
+        let full = "#EXTM3U\n#EXT-X-MEDIA-SEQUENCE:40\n" + String(repeating: "#EXTINF:4,\ns.ts\n", count: 12)
+        let delta = "#EXTM3U\n#EXT-X-MEDIA-SEQUENCE:40\n#EXT-X-SKIP:SKIPPED-SEGMENTS=9\n" + String(repeating: "#EXTINF:4,\ns.ts\n", count: 3)
+        #expect(GatewayResponder.listing(Array(full.utf8)) == 12 && GatewayResponder.listing(Array(delta.utf8)) == 12)
+        #expect(!sequences.wentBack("g", to: 40, listing: GatewayResponder.listing(Array(full.utf8))))
+        #expect(!sequences.wentBack("g", to: 40, listing: GatewayResponder.listing(Array(delta.utf8))), "a delta update")
         #expect(!sequences.startedOver("m", at: "2026-01-01T00:00:00Z"))
         #expect(!sequences.startedOver("m", at: "2026-01-01T00:00:00Z"))
         #expect(sequences.startedOver("m", at: "2026-01-01T00:10:00Z"))
