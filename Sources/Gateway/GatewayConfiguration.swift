@@ -119,6 +119,8 @@ public struct GatewayConfiguration: Sendable {
         else { throw SettingsError("listen must be HOST:PORT, not '\(listen)'") }
         var host = String(listen[..<colon])
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        // A host is named (`:8080` reached the socket layer's own error, exit 1).
+        guard !host.isEmpty else { throw SettingsError("listen must be HOST:PORT (0.0.0.0 for every IPv4 address), not '\(listen)'") }
         guard let keys = KeyURIMode(rawValue: s["key-uris"] ?? "origin") else {
             throw SettingsError("key-uris must be origin or proxy")
         }

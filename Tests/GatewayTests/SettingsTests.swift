@@ -151,12 +151,16 @@ struct SettingsTests {
     /// A huge or infinite idle timeout is a named error: it trapped converting to
     /// milliseconds (a crash loop under a supervisor). A largest object of 0 refused every
     /// media object.
-    @Test func theIdleTimeoutAndTheLargestObjectAreBounded() throws {
+    @Test func badValuesOfTheListenAddressTheIdleTimeoutTheLargestObjectAndTheFileAreNamed() throws {
         #expect(try GatewayConfiguration(try settings(flags: ["origin-idle-timeout": "86400"])).originIdleTimeout == .seconds(86_400))
         for bad in ["1e300", "inf", "nan", "0", "-1", "86401"] {
             #expect(throws: SettingsError.self, "\(bad)") { try GatewayConfiguration(try settings(flags: ["origin-idle-timeout": bad])) }
         }
         #expect(throws: SettingsError.self) { try GatewayConfiguration(try settings(flags: ["max-object-size": "0"])) }
+        // A listen address names its host (`:8080` failed in the socket layer, exit 1).
+        #expect(throws: SettingsError.self) { try GatewayConfiguration(try settings(flags: ["listen": ":8080"])) }
+        // A config file that names another is refused, not read as if it did nothing.
+        #expect(throws: SettingsError.self) { try settings(file: "config = \"other.toml\"\n") }
     }
 
     @Test func readAheadIsSecondsOrAll() throws {

@@ -35,6 +35,10 @@ public struct Settings: Sendable {
             for key in file.keys where keys[key] == nil {
                 throw SettingsError("\(configPath): unknown setting '\(key)'")
             }
+            // A file does not name another: it would be read by nothing (a silent no-op).
+            if let key = definitions.first(where: { $0.name == "config" })?.fileKey, file[key] != nil {
+                throw SettingsError("\(configPath): '\(key)' is not read from a config file (give it as --config or SWARMGATE_CONFIG)")
+            }
         }
         for d in definitions {
             if let v = flags[d.name] ?? environment[d.environmentVariable] {
