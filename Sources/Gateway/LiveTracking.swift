@@ -35,12 +35,29 @@ final class LiveSequences: Sendable {
                 s[name] = start
                 return false
             }
-            guard start > before else { return false }
+            guard Self.isLater(start, than: before) else { return false }
             s[name] = start
             return true
         }
         if moved { noteRestart(name) }
         return moved
+    }
+
+    /// Whether time `a` is after `b`, both xs:dateTime as an MPD writes them: as instants
+    /// (`…00.5Z` is after `…00Z`, and `01:00:00+01:00` is `00:00:00Z`; compared as text,
+    /// the first read as earlier and the second as later), as text when either is not one.
+    static func isLater(_ a: String, than b: String) -> Bool {
+        guard let x = instant(a), let y = instant(b) else { return a > b }
+        return x > y
+    }
+
+    /// Seconds since 1970 of an ISO 8601 date and time with a zone, with or without fractions.
+    static func instant(_ text: String) -> Double? {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let d = f.date(from: text) { return d.timeIntervalSince1970 }
+        f.formatOptions = [.withInternetDateTime]
+        return f.date(from: text)?.timeIntervalSince1970
     }
 
     /// Notes `sequence` for `name`, whose list holds `listing` segments; true when the list

@@ -212,6 +212,10 @@ struct ReplacedObjectTests {
         #expect(!sequences.startedOver("m", at: "2026-01-01T00:00:00Z"), "an origin's lagging copy")
         #expect(!sequences.startedOver("m", at: "2026-01-01T00:10:00Z"))
         #expect(!sequences.startedOver("m", at: nil))
+        // As instants, not as text: half a second later, and the same instant in another zone.
+        #expect(sequences.startedOver("m", at: "2026-01-01T00:10:00.5Z"))
+        #expect(!sequences.startedOver("m", at: "2026-01-01T01:10:00.5+01:00"), "the same instant")
+        #expect(sequences.startedOver("m", at: "2026-01-01T01:20:00+01:00"))
         #expect(sequences.restarted("m") != nil && sequences.restarted("a") != nil && sequences.restarted("c") == nil)
     }
 }
