@@ -44,6 +44,20 @@ struct RewriteCommandTests {
         #expect(r.text == "#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXTINF:4,\nhttp://gw:9000/hls.vod.p2p.com/cdn.example.com/v/seg1.ts?xresid=movie-1&xhttps=1\n#EXT-X-ENDLIST\n")
     }
 
+    /// One file with an `--output` that is a folder goes into it under its own name, as cp
+    /// does: it failed ("Is a directory").
+    @Test func oneFileWithAFolderAsOutputGoesIntoIt() throws {
+        let dir = try folder(["index.m3u8": Self.media, "out/keep.txt": "x"])
+        let out = dir.appendingPathComponent("out")
+        let r = try SwarmgateProcess.run([
+            "rewrite", "--base-url", "https://cdn.example.com/v/index.m3u8", "--gateway", "http://gw:9000", "--xresid", "movie-1",
+            "--output", out.path, dir.appendingPathComponent("index.m3u8").path,
+        ])
+        #expect(r.status == 0, "\(r.stderr)")
+        let written = try String(contentsOf: out.appendingPathComponent("index.m3u8"), encoding: .utf8)
+        #expect(written.contains("http://gw:9000/hls.vod.p2p.com/cdn.example.com/v/seg1.ts?xresid=movie-1&xhttps=1\n"))
+    }
+
     @Test func stdinToStdoutWithInheritedTokenAndProxiedKeys() throws {
         let input = "#EXTM3U\n#EXT-X-KEY:METHOD=AES-128,URI=\"key.bin\"\n#EXTINF:4,\ns.ts\n"
         let r = try SwarmgateProcess.run([

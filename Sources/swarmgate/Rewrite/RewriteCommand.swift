@@ -10,7 +10,8 @@ struct RewriteCommand: AsyncParsableCommand {
         abstract: "Rewrite HLS playlists and DASH MPDs offline so that their media comes through a gateway.",
         discussion: """
             INPUT is a file, a folder (every .m3u8/.m3u/.mpd below it) or - (stdin). One file \
-            without --output goes to stdout; a folder is mirrored under --output. Exit status: \
+            without --output goes to stdout (into a folder --output under its name); a folder is \
+            mirrored under --output. Exit status: \
             0 all rewritten, 1 some failed (each named on stderr, the others still written), 2 usage.
             """
     )

@@ -46,7 +46,13 @@ struct RewritePlan: Sendable {
         }
         if inputs.count == 1, inputs[0] == "-" || isDirectory(inputs[0]) == false {
             let source: RewriteJob.Source = inputs[0] == "-" ? .stdin : .file(inputs[0])
-            jobs = [RewriteJob(source: source, url: baseURL, destination: output.map { .file($0) } ?? .stdout)]
+            // An --output that is a folder takes the file under its own name, as cp does (it
+            // failed: "Is a directory").
+            let destination = output.map { out -> RewriteJob.Destination in
+                guard inputs[0] != "-", isDirectory(out) == true else { return .file(out) }
+                return .file((out as NSString).appendingPathComponent((inputs[0] as NSString).lastPathComponent))
+            }
+            jobs = [RewriteJob(source: source, url: baseURL, destination: destination ?? .stdout)]
             return
         }
         // One INPUT that is not there: a failure of that input (it said --output was needed).
