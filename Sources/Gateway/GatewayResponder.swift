@@ -748,7 +748,8 @@ public final class GatewayResponder: HTTPResponder {
     /// each once: its key and the origin URL a player fetches (inherited query included).
     func mediaObjects(_ references: [HLSReference], xresid: XResID, playlistQuery: String?) -> [(key: ObjectKey, url: String, duration: Double?)] {
         listedObjects(
-            references.lazy.filter { [.segment, .map, .part].contains($0.role) }.map { ($0.origin, $0.duration) },
+            // Not a gap (EXT-X-GAP): it is not at the origin, and players do not load it.
+            references.lazy.filter { [.segment, .map, .part].contains($0.role) && !$0.gap }.map { ($0.origin, $0.duration) },
             xresid: xresid, listQuery: playlistQuery)
     }
 

@@ -1256,6 +1256,26 @@ final class PieceCacheTests {
         #expect(stats["full"] as? Int == 2, "\(stats)")
     }
 
+    /// A segment marked EXT-X-GAP is not at the origin, and players do not load it: read-ahead
+    /// leaves it out (it was prepared like any other, a request the origin answers 404, and a
+    /// live list's answer waited for it).
+    @Test func aGapIsNotPreparedAhead() async throws {
+        let (g, port) = try await gateway()
+        defer { g.stop() }
+        let name = "gap-\(UUID().uuidString.prefix(8))"
+        let list = try await HTTP.get(proxied(port, "/vod/\(name).m3u8?segments=5&size=1000&gap=2"))
+        let urls = list.text.split(separator: "\n").filter { $0.hasPrefix("http") }.map(String.init)
+        #expect(urls.count == 5 && list.text.contains("#EXT-X-GAP\n#EXTINF:4.0,\n" + urls[2] + "\n"), "\(list.text)")
+        // A player reaches segment 0: the next ones within the window are prepared.
+        _ = try await Live.whenReady(urls[0])
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try await originStats("\(name)/seg4.ts")["requests"] as? Int ?? 0 == 0, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(try await originStats("\(name)/seg3.ts")["requests"] as? Int ?? 0 > 0)
+        #expect(try await originStats("\(name)/seg2.ts")["requests"] as? Int == 0, "the gap was asked for")
+    }
+
     /// A playlist at a path without an extension is prepared as a playlist (the origin's
     /// answer tells), not kept as an object: it stays rewritten for each request.
     @Test func prepareOfAPlaylistWithoutAnExtensionQueuesItsSegments() async throws {

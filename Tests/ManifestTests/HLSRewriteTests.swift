@@ -95,6 +95,13 @@ struct HLSTagTests {
         #expect(try ProxyURL(requestTarget: "/hls.vod.p2p.com/h/a/b/%2e%2e/c.ts").origin.path == "/a/c.ts")
     }
 
+    /// EXT-X-GAP marks the next segment only: it is still rewritten, and known as a gap.
+    @Test func aGapMarksTheNextSegmentOnly() throws {
+        let r = try rewriteHLS("#EXTM3U\n#EXTINF:4,\na.ts\n#EXT-X-GAP\n#EXTINF:4,\nb.ts\n#EXTINF:4,\nc.ts\n", base: "https://cdn.example.com/v/index.m3u8")
+        #expect(r.references.map(\.gap) == [false, true, false])
+        #expect(String(decoding: r.output, as: UTF8.self).contains("#EXT-X-GAP\n#EXTINF:4,\nhttp://gw/hls.vod.p2p.com/cdn.example.com/v/b.ts?xresid=s1&xhttps=1\n"))
+    }
+
     /// A backslash in an http(s) reference's path is a slash (WHATWG, as browsers, hls.js and
     /// dash.js read it): a playlist written on Windows (`segs\a.ts`) names the object players
     /// ask for, and `..\` climbs a folder. It was written as it was, and a browser's player of

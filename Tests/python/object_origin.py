@@ -29,7 +29,8 @@ Endpoints:
   /vod/NAME.m3u8     a VOD media playlist of ?segments=N (default 10) segments of ?size=S
                      bytes (default 200000), 4 s each: /obj/NAME/segK.ts?size=S&token=abc, NAME
                      percent-decoded (written raw: a space stays a space); ?ext=E: segKE
-                     (?ext= : segK, a path without an extension)
+                     (?ext= : segK, a path without an extension); ?gap=K: an EXT-X-GAP
+                     before segment K
   /live/NAME.m3u8    a live media playlist (no ENDLIST) of ?segments=N (default 10) segments
                      from ?first=K (default 0): EXT-X-MEDIA-SEQUENCE K, then segK... as /vod/
                      lists them; ?map=1 adds an EXT-X-MAP /obj/NAME/init.mp4?size=1000&token=abc;
@@ -217,7 +218,10 @@ class Handler(BaseHTTPRequestHandler):
         n = int(self.query.get("segments", "10"))
         size = int(self.query.get("size", "200000"))
         lines = ["#EXTM3U", "#EXT-X-VERSION:3", "#EXT-X-TARGETDURATION:4", "#EXT-X-PLAYLIST-TYPE:VOD"]
+        gap = int(self.query.get("gap", "-1"))
         for k in range(n):
+            if k == gap:
+                lines.append("#EXT-X-GAP")
             lines += ["#EXTINF:4.0,", "/obj/%s/seg%d%s?size=%d&token=abc" % (name, k, self.query.get("ext", ".ts"), size)]
         lines.append("#EXT-X-ENDLIST")
         self.answer(200, ("\n".join(lines) + "\n").encode(), [("Content-Type", "application/vnd.apple.mpegurl")])

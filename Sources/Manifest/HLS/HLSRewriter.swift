@@ -114,6 +114,8 @@ struct HLSRewriteRun {
     /// Bytes that variable substitution added to URIs so far.
     var addedByVariables = 0
     var pendingDuration: Double?
+    /// The next segment is marked `EXT-X-GAP`.
+    var pendingGap = false
     var queryItems: [(item: [UInt8], name: [UInt8])]?
 
     /// `GATEWAY/hls.vod.p2p.com/AUTHORITY/DIRECTORY/` of the playlist URL.
@@ -271,6 +273,7 @@ struct HLSRewriteRun {
         try rewriteURI(start..<end, role: role)
         pendingByteRange = nil
         pendingDuration = nil
+        pendingGap = false
     }
 
     mutating func tag(_ range: Range<Int>) throws(ManifestError) {
@@ -289,6 +292,10 @@ struct HLSRewriteRun {
                 // A duration that is not a finite number ("nan", "inf") is no duration.
                 pendingDuration = Double(String(decoding: b.view(value.lowerBound..<comma), as: UTF8.self)).flatMap { $0.isFinite && $0 >= 0 ? $0 : nil }
             }
+            return
+        }
+        if name.elementsEqual("EXT-X-GAP".utf8) {
+            pendingGap = true
             return
         }
         if let known = HLSTagRule.rule(named: name) { rule = known } else { return }
@@ -567,7 +574,7 @@ struct HLSRewriteRun {
                 HLSReference(
                     role: role, origin: OriginURL(target), line: line,
                     byteRange: role == .segment || role == .map || role == .part ? pendingByteRange : nil,
-                    duration: role == .segment ? pendingDuration : nil))
+                    duration: role == .segment ? pendingDuration : nil, gap: role == .segment && pendingGap))
         }
     }
 }

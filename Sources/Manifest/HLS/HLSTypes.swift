@@ -36,6 +36,9 @@ public struct HLSReference: Hashable, Sendable {
     public var byteRange: ByteRange?
     /// `EXTINF` duration in seconds, for segments.
     public var duration: Double?
+    /// A segment marked `EXT-X-GAP` (RFC 8216bis 4.4.4.7): not at the origin, and not loaded
+    /// by players.
+    public var gap = false
 }
 
 /// The result of rewriting one HLS playlist.
