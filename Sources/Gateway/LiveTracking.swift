@@ -35,7 +35,8 @@ final class LiveSequences: Sendable {
                 s[name] = start
                 return false
             }
-            guard Self.isLater(start, than: before) else { return false }
+            // The same text first: every read of the MPD but a restart's (no dates parsed).
+            guard start != before, Self.isLater(start, than: before) else { return false }
             s[name] = start
             return true
         }

@@ -208,14 +208,13 @@ public final class PieceStore: Sendable {
     private func load(_ rows: [Row]) {
         var s = State()
         var stale: [String] = []
-        func value<T: DatabaseValueConvertible>(_ row: Row, _ column: String) -> T? { T.fromDatabaseValue(row[column] as DatabaseValue) }
         for row in rows {
-            guard let id: String = value(row, "id") else { continue }
+            guard let id: String = row.converted("id") else { continue }
             // A row no store writes (a value of another type, a length or piece size out of
             // range: `PieceLayout` traps on those) is let go, as one whose file is gone.
-            guard let length: Int64 = value(row, "length"), let pieceSize: Int = value(row, "piece_size"), (0..<1 << 50).contains(length), pieceSize > 0,
-                let bits: Data = value(row, "bitmap"), let lastUse: Double = value(row, "last_use"),
-                let xresid: String = value(row, "xresid"), let host: String = value(row, "host"), let path: String = value(row, "path")
+            guard let length: Int64 = row.converted("length"), let pieceSize: Int = row.converted("piece_size"), (0..<1 << 50).contains(length), pieceSize > 0,
+                let bits: Data = row.converted("bitmap"), let lastUse: Double = row.converted("last_use"),
+                let xresid: String = row.converted("xresid"), let host: String = row.converted("host"), let path: String = row.converted("path")
             else {
                 stale.append(id)
                 continue

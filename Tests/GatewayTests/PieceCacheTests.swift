@@ -153,21 +153,35 @@ final class PieceCacheTests {
         #expect((stats["ranges"] as? [String])?.filter { $0 == "bytes=262144-327679" }.count == 2, "\(stats)")
     }
 
+    /// A gateway with a 1 s idle timeout (a piece's limit: 3 s) holding `path` (object `name`)
+    /// from disk only, one byte of it at `flipAt` flipped there (that piece is fetched again),
+    /// and an origin that sends `name` at `throttle` bytes a second from now on. Returns the
+    /// gateway, its port and the object's bytes.
+    func slowOriginForAFlippedPiece(_ path: String, name: String, flipAt: UInt64, throttle: Int) async throws -> (LiveProcess, Int, Data) {
+        let cache = Live.cacheFolder()
+        let (g, port) = try await gateway(cache: cache, ["--memory-cache-size", "0", "--origin-idle-timeout", "1"])
+        do {
+            _ = try await Live.whenReady(proxied(port, path))
+            let want = try await direct(path)
+            try flipByte(at: flipAt, inTheOnlyObjectOf: cache)
+            _ = try await HTTP.get(originBase + "/__version?name=\(name)&throttle=\(throttle)")
+            return (g, port, want)
+        } catch {
+            g.stop()
+            throw error
+        }
+    }
+
     /// A piece fetched again from the origin whose transfer trickles on past its time limit
     /// (three idle timeouts) is asked for once more, on a new connection: the first transfer
     /// ran for as long as the origin kept sending a byte within each idle timeout, and every
     /// player asking for the piece meanwhile (a player's retry too) joined it.
     @Test func aPieceWhoseOriginTransferTricklesIsAskedForAgain() async throws {
-        let cache = Live.cacheFolder()
-        let (g, port) = try await gateway(cache: cache, ["--memory-cache-size", "0", "--origin-idle-timeout", "1"])
-        defer { g.stop() }
-        let path = "/obj/trickle.ts?size=200000"
-        _ = try await Live.whenReady(proxied(port, path))
-        let want = try await direct(path)
-        try flipByte(at: 70_000, inTheOnlyObjectOf: cache)
-        // From now on the origin sends the object at 15 kB/s: piece 1 (64 KiB) takes 4.4 s, a
+        // Piece 1 flipped; the origin then sends at 15 kB/s: piece 1 (64 KiB) takes 4.4 s, a
         // byte every 50 ms, over the limit of 3 s.
-        _ = try await HTTP.get(originBase + "/__version?name=trickle.ts&throttle=15000")
+        let path = "/obj/trickle.ts?size=200000"
+        let (g, port, want) = try await slowOriginForAFlippedPiece(path, name: "trickle.ts", flipAt: 70_000, throttle: 15_000)
+        defer { g.stop() }
         let url = proxied(port, path)
         let player = Task { try await HTTP.get(url) }
         let piece1 = "bytes=65536-131071"
@@ -189,16 +203,11 @@ final class PieceCacheTests {
     /// (the origin not yet known to ignore ranges) was cut at three idle timeouts, and the
     /// player's response with it.
     @Test func aWholeBodyAnsweredForAPieceIsReadPastThePiecesLimit() async throws {
-        let cache = Live.cacheFolder()
-        let (g, port) = try await gateway(cache: cache, ["--memory-cache-size", "0", "--origin-idle-timeout", "1"])
-        defer { g.stop() }
+        // The last piece flipped (the whole body is read up to its end for it); the origin then
+        // sends at 100 kB/s: the whole body takes 5 s, over the 3 s limit.
         let path = "/obj/wholeslow.ts?size=500000&noranges=1"
-        _ = try await Live.whenReady(proxied(port, path))
-        let want = try await direct(path)
-        // The last piece: the whole body is read up to its end for it.
-        try flipByte(at: 480_000, inTheOnlyObjectOf: cache)
-        // From now on the origin sends at 100 kB/s: the whole body takes 5 s, over the 3 s limit.
-        _ = try await HTTP.get(originBase + "/__version?name=wholeslow.ts&throttle=100000")
+        let (g, port, want) = try await slowOriginForAFlippedPiece(path, name: "wholeslow.ts", flipAt: 480_000, throttle: 100_000)
+        defer { g.stop() }
         let served = try await HTTP.get(proxied(port, path))
         #expect(served.status == 200 && served.body == want, "\(served.status), \(served.body.count) bytes")
     }

@@ -9,13 +9,6 @@ public final class SingleFlight<Value: Sendable>: Sendable {
 
     /// The result of `work` for `key`, or of the run already under way for it.
     public func run(_ key: String, _ work: @escaping @Sendable () async -> Value) async -> Value {
-        await runShared(key, work).value
-    }
-
-    /// As `run`, and whether this call joined a run under way (or just ended) rather than
-    /// started it: what the run fetched then reaches this caller a second time, which counts
-    /// it as such.
-    public func runShared(_ key: String, _ work: @escaping @Sendable () async -> Value) async -> (value: Value, joined: Bool) {
         let (task, owner) = running.withLock { r -> (Task<Value, Never>, Bool) in
             if let t = r[key] { return (t, false) }
             let t = Task { await work() }
@@ -24,6 +17,6 @@ public final class SingleFlight<Value: Sendable>: Sendable {
         }
         let value = await task.value
         if owner { running.withLock { r in if r[key] == task { r[key] = nil } } }
-        return (value, !owner)
+        return value
     }
 }

@@ -46,25 +46,24 @@ public final class SQLiteRegistryStorage: RegistryStorage, NonceLog {
             return try database.read { db in
                 // Each value converted or given up (a row no registry writes is skipped, or its
                 // checksums are: a value of another type, or a piece size of 0, trapped).
-                func value<T: DatabaseValueConvertible>(_ row: Row, _ column: String) -> T? { T.fromDatabaseValue(row[column] as DatabaseValue) }
                 return try Row.fetchAll(db, sql: "SELECT * FROM registry_objects").compactMap { row -> RegistryEntry? in
-                    guard let xresid: String = value(row, "xresid"), let host: String = value(row, "host"), let path: String = value(row, "path"),
-                        let stateName: String = value(row, "state"), let state = RegistryEntry.State(rawValue: stateName)
+                    guard let xresid: String = row.converted("xresid"), let host: String = row.converted("host"), let path: String = row.converted("path"),
+                        let stateName: String = row.converted("state"), let state = RegistryEntry.State(rawValue: stateName)
                     else { return nil }
                     var e = RegistryEntry(key: ObjectKey(xresid: xresid, host: host, path: path), state: state)
-                    if let length: Int64 = value(row, "length"), let pieceSize: Int = value(row, "piece_size"), let digests: Data = value(row, "digests"),
+                    if let length: Int64 = row.converted("length"), let pieceSize: Int = row.converted("piece_size"), let digests: Data = row.converted("digests"),
                         (0..<(1 << 50)).contains(length), pieceSize > 0
                     {
                         e.checksums = PieceChecksums(layout: PieceLayout(length: length, pieceSize: pieceSize), packed: [UInt8](digests))
                     }
                     if e.state == .ready && e.checksums == nil { e.state = .unknown }
                     // Preparation belongs to a job, which resumes on its own.
-                    e.etag = value(row, "etag")
-                    e.lastModified = value(row, "last_modified")
-                    e.contentType = value(row, "content_type")
-                    e.sourceURL = value(row, "source_url")
-                    e.error = value(row, "error")
-                    e.updated = Date(timeIntervalSince1970: value(row, "updated") ?? 0)
+                    e.etag = row.converted("etag")
+                    e.lastModified = row.converted("last_modified")
+                    e.contentType = row.converted("content_type")
+                    e.sourceURL = row.converted("source_url")
+                    e.error = row.converted("error")
+                    e.updated = Date(timeIntervalSince1970: row.converted("updated") ?? 0)
                     return e
                 }
             }
