@@ -67,6 +67,14 @@ struct MalformedRequestTests {
         let notAGateway = try LiveProcess(Live.binary, ["health", "http://127.0.0.1:\(originPort)"])
         #expect(await notAGateway.waitForExit(timeout: .seconds(20)) == 1)
         #expect(notAGateway.stderr.contains("/health answered 404"), "\(notAGateway.stderr)")
+        // A URL with a user and password (a proxy's basic auth) probes the host after the `@`,
+        // and its password is never printed (it failed as an unreadable host, echoing it).
+        let withUser = try LiveProcess(Live.binary, ["health", "http://ops:hunter2@127.0.0.1:\(port)/"])
+        #expect(await withUser.waitForExit(timeout: .seconds(20)) == 0, "\(withUser.stderr)")
+        let refused = try LiveProcess(Live.binary, ["health", "http://ops:hunter2@127.0.0.1:\(originPort)"])
+        #expect(await refused.waitForExit(timeout: .seconds(20)) == 1)
+        #expect(refused.stderr.contains("http://ops:***@127.0.0.1:\(originPort)/health answered 404"), "\(refused.stderr)")
+        #expect(!refused.stderr.contains("hunter2"), "\(refused.stderr)")
     }
 
     /// A second gateway on a port the first holds says which address it could not take (it

@@ -146,25 +146,49 @@ struct HealthCommand: AsyncParsableCommand {
         try Swarmgate.requireSystemLibraries(crypto: false)
         var base = url
         while base.hasSuffix("/") { base.removeLast() }
+        // A password in the URL (basic auth of a proxy in front) is sent, never printed.
+        let shown = Self.withoutPassword(base)
         let probe: OriginClientAdapter
         do { probe = try OriginClientAdapter(allowOrigins: [Self.authority(of: base)]) } catch {
-            StandardError.write("swarmgate health: cannot probe '\(url)': \(error)\n")
+            StandardError.write("swarmgate health: cannot probe '\(Self.withoutPassword(url))': \(Self.redacting(base, in: "\(error)"))\n")
             throw ExitCode(1)
         }
         do {
             let answer = try await probe.fetch(OriginFetch(url: base + "/health", maxBodySize: 1 << 16))
             if answer.status == 200 { return }
-            StandardError.write("swarmgate health: \(base)/health answered \(answer.status)\n")
+            StandardError.write("swarmgate health: \(shown)/health answered \(answer.status)\n")
         } catch {
-            StandardError.write("swarmgate health: \(error)\n")
+            StandardError.write("swarmgate health: \(Self.redacting(base, in: "\(error)"))\n")
         }
         throw ExitCode(1)
+    }
+
+    /// The URL with the password of its user info (`user:password@`) written as `***`.
+    static func withoutPassword(_ url: String) -> String {
+        guard let (start, end) = userInfo(of: url), let colon = url[start..<end].firstIndex(of: ":") else { return url }
+        return String(url[..<url.index(after: colon)]) + "***" + String(url[end...])
+    }
+
+    /// `text` with the password of `url`'s user info written as `***` wherever it appears.
+    static func redacting(_ url: String, in text: String) -> String {
+        guard let (start, end) = userInfo(of: url), let colon = url[start..<end].firstIndex(of: ":") else { return text }
+        let password = String(url[url.index(after: colon)..<end])
+        return password.isEmpty ? text : text.replacingOccurrences(of: password, with: "***")
+    }
+
+    /// The range of `user[:password]` in an `http://user:password@host` URL (before the `@`).
+    private static func userInfo(of url: String) -> (String.Index, String.Index)? {
+        guard let scheme = url.range(of: "://") else { return nil }
+        let authority = url[scheme.upperBound...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        guard let at = authority.lastIndex(of: "@") else { return nil }
+        return (authority.startIndex, at)
     }
 
     /// host[:port] of an http(s) URL, for the probe's allow list (the gateway is usually local).
     static func authority(of url: String) -> String {
         var rest = Substring(url)
         if let r = rest.range(of: "://") { rest = rest[r.upperBound...] }
-        return String(rest.prefix { $0 != "/" })
+        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        return String(authority.lastIndex(of: "@").map { authority[authority.index(after: $0)...] } ?? authority)
     }
 }
