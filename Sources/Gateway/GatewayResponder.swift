@@ -368,7 +368,7 @@ public final class GatewayResponder: HTTPResponder {
         let contentType = answer.header("content-type")
         let mayBeManifest = proxy.virtualHost == .hls && !proxy.isKey && answer.status == 200
         if mayBeManifest && (manifestHint || ManifestFormat.detect(body: [UInt8](), contentType: contentType, path: nil) != nil) {
-            return try await rewriteManifest(answer, proxy: proxy, head: [])
+            return try await rewriteManifest(answer, proxy: proxy, head: [], method: request.method)
         }
         // Wait for the first bytes before answering: an origin that stalls now still gets a
         // 504, and the bytes tell a playlist served at any path and type from a media object.
@@ -382,7 +382,7 @@ public final class GatewayResponder: HTTPResponder {
         var remaining = answer
         remaining.body = AsyncThrowingStream<[UInt8], any Error> { try await iterator.next() }
         if mayBeManifest && ManifestFormat.detect(body: first, contentType: contentType, path: nil) != nil {
-            return try await rewriteManifest(remaining, proxy: proxy, head: first)
+            return try await rewriteManifest(remaining, proxy: proxy, head: first, method: request.method)
         }
         if !proxy.isKey && answer.status == 200,
             let served = try await serveObject(proxy, clientRange: clientRange, conditions: Conditions(request.headers), method: request.method)
@@ -439,9 +439,8 @@ public final class GatewayResponder: HTTPResponder {
         return options
     }
 
-    func rewriteManifest(_ answer: OriginAnswer, proxy: ProxyURL, head: [UInt8]) async throws(GatewayFailure) -> Response {
+    func rewriteManifest(_ answer: OriginAnswer, proxy: ProxyURL, head: [UInt8], method: HTTPRequest.Method) async throws(GatewayFailure) -> Response {
         let body = try await collectManifest(answer, head: head)
-        stats.add(body.count, from: answer.servedBefore ? .cache : .cdn, xresid: proxy.xresid.value)
         let effective: OriginURL
         do { effective = try OriginURL(answer.effectiveURL) } catch { effective = proxy.origin }
         let format = ManifestFormat.detect(body: body, contentType: answer.header("content-type"), path: effective.path) ?? .hls
@@ -583,7 +582,17 @@ public final class GatewayResponder: HTTPResponder {
         // A cache between the gateway and its players would otherwise keep a live list by
         // heuristics, and its players would stall on an old one.
         if changes && headers[.cacheControl] == nil && headers[.expires] == nil { headers[.cacheControl] = "no-cache" }
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: output)))
+        guard method == .get else { return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: output))) }
+        // Counted as the bytes the player gets (the rewritten list), once they are sent: a
+        // rewrite that failed, or a player who left during a live hold, got none.
+        let (stats, xresid, source) = (stats, proxy.xresid.value, answer.servedBefore ? TrafficStats.Source.cache : .cdn)
+        return Response(
+            status: .ok, headers: headers,
+            body: ResponseBody(contentLength: output.count) { writer in
+                try await writer.write(ByteBuffer(bytes: output))
+                try await writer.finish(nil)
+                stats.add(output.count, from: source, xresid: xresid)
+            })
     }
 
     /// Whether live list `name` (a playlist or an MPD) is to be listed for its tail now: its

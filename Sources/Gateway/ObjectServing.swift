@@ -147,14 +147,28 @@ extension GatewayResponder {
                         ahead[j] = Task { try await self.piece(key, j, checksums: checksums, url: url, deadline: deadline) }
                     }
                 }
-                // Pieces this node holds go out together, one write and one flush; a piece that
-                // must come from the origin sends what was gathered first.
+                // Pieces this node holds go out together, one write; a piece that must be
+                // waited for sends what was gathered first. What a write sends counts as
+                // delivered once the writer takes the write after it, or the end: it takes one
+                // only when the one before has gone to the socket, so the bytes of a player who
+                // left are not counted as sent, and the pieces this node fetched for it count
+                // as fetched for the next player who gets them.
                 var batch: [ByteBuffer] = []
                 var batched = 0
-                func flush() async throws {
+                var gathered = Delivery()
+                var unsettled = Delivery()
+                func send() async throws {
                     guard !batch.isEmpty else { return }
-                    try await writer.write(contentsOf: batch)
-                    self.stats.add(batched, from: .cache, xresid: xresid)
+                    do {
+                        try await writer.write(contentsOf: batch)
+                    } catch {
+                        self.giveBack(unsettled, key)
+                        self.giveBack(gathered, key)
+                        throw error
+                    }
+                    self.settle(unsettled, xresid: xresid)
+                    unsettled = gathered
+                    gathered = Delivery()
                     batch.removeAll(keepingCapacity: true)
                     batched = 0
                 }
@@ -165,42 +179,59 @@ extension GatewayResponder {
                         buffer = n
                         next = nil
                     } else if let pending = ahead.removeValue(forKey: index) {
-                        try await flush()
+                        try await send()
                         fetchAhead(after: index)
                         buffer = try await pending.value
                     } else if let held = self.heldPiece(key, index, checksums: checksums) {
                         self.node.served(key, index, checksums: checksums)
                         buffer = held
                     } else {
-                        try await flush()
+                        try await send()
                         fetchAhead(after: index)
                         buffer = try await self.piece(key, index, checksums: checksums, url: url, deadline: deadline)
                     }
                     let skip = Int(offset - layout.offset(of: index))
                     let take = Int(min(Int64(buffer.readableBytes - skip), end - offset))
-                    let part = buffer.getSlice(at: buffer.readerIndex + skip, length: take)!
-                    // Where the bytes count is settled as they are sent: a piece fetched for
-                    // a response whose player left before it was sent (an ABR switch, a
-                    // seek) counts as fetched for the first player who gets it.
-                    if let fetched = self.node.takeFetched(key, index) {
-                        do {
-                            try await flush()
-                            try await writer.write(part)
-                        } catch {
-                            self.node.noteFetched(key, index, from: fetched)
-                            throw error
-                        }
-                        self.stats.add(take, from: self.source(of: fetched, xresid: xresid), xresid: xresid)
-                    } else {
-                        if batched >= Self.batchBytes { try await flush() }
-                        batch.append(part)
-                        batched += take
-                    }
+                    if batched >= Self.batchBytes { try await send() }
+                    batch.append(buffer.getSlice(at: buffer.readerIndex + skip, length: take)!)
+                    batched += take
+                    gathered.add(take, of: index, fetched: self.node.fetched.take(key, index, bytes: take))
                     offset += Int64(take)
                 }
-                try await flush()
-                try await writer.finish(nil)
+                try await send()
+                do {
+                    try await writer.finish(nil)
+                } catch {
+                    self.giveBack(unsettled, key)
+                    throw error
+                }
+                self.settle(unsettled, xresid: xresid)
             })
+    }
+
+    /// The bytes of a write by where they came from, counted once the write is known sent.
+    struct Delivery {
+        /// Bytes this node held before (counted as `cache`).
+        var held = 0
+        /// Bytes of pieces this node fetched, counted as where they came from.
+        var fetched: [(index: Int, source: SwarmNode.FetchSource, bytes: Int)] = []
+
+        mutating func add(_ bytes: Int, of index: Int, fetched taken: (source: SwarmNode.FetchSource, bytes: Int)?) {
+            guard let taken else { held += bytes; return }
+            fetched.append((index, taken.source, taken.bytes))
+            held += bytes - taken.bytes
+        }
+    }
+
+    /// Counts a write's bytes as delivered.
+    func settle(_ d: Delivery, xresid: String) {
+        stats.add(d.held, from: .cache, xresid: xresid)
+        for f in d.fetched { stats.add(f.bytes, from: source(of: f.source, xresid: xresid), xresid: xresid) }
+    }
+
+    /// Gives the fetched pieces of a write that did not reach the player back to the next one.
+    func giveBack(_ d: Delivery, _ key: ObjectKey) {
+        for f in d.fetched { node.fetched.giveBack(key, f.index, from: f.source, bytes: f.bytes) }
     }
 
     /// A request's preconditions on the copy served (RFC 9110 13.1).
@@ -312,7 +343,7 @@ extension GatewayResponder {
     }
 
     /// One verified piece: held by this node, else from peers or the origin (where it came
-    /// from is settled when it is sent: `SwarmNode.takeFetched`).
+    /// from is settled when it is sent: `FetchedPieces`).
     func piece(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, deadline: Duration) async throws(SwarmNode.PieceFailure) -> ByteBuffer {
         if let held = heldPiece(key, index, checksums: checksums) {
             // A player's read of a held piece moves a whole-body read of the object on.

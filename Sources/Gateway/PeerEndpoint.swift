@@ -24,10 +24,17 @@ extension GatewayResponder {
             throw GatewayFailure(.conflict, "this node holds another copy of the object")
         }
         guard let buffer = heldPiece(info.key, index, checksums: checksums) else { throw GatewayFailure(.notFound, "piece not held") }
-        stats.addUpload(buffer.readableBytes, xresid: info.key.xresid)
+        let headers: HTTPFields = [.contentType: "application/octet-stream", .contentLength: String(buffer.readableBytes)]
+        guard request.method == .get else { return Response(status: .ok, headers: headers, body: .init()) }
+        // Counted as uploaded once sent: an asker that gave up at its deadline got nothing.
+        let (stats, xresid) = (stats, info.key.xresid)
         return Response(
-            status: .ok, headers: [.contentType: "application/octet-stream", .contentLength: String(buffer.readableBytes)],
-            body: .init(byteBuffer: buffer))
+            status: .ok, headers: headers,
+            body: ResponseBody(contentLength: buffer.readableBytes) { writer in
+                try await writer.write(buffer)
+                try await writer.finish(nil)
+                stats.addUpload(buffer.readableBytes, xresid: xresid)
+            })
     }
 }
 

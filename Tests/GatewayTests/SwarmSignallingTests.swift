@@ -290,9 +290,9 @@ final class SwarmSignallingTests {
         let object = ObjectKey(xresid: XResIDs.derived("127.0.0.1:\(originPort)", "/obj/shared.ts"), host: "127.0.0.1:\(originPort)", path: "/obj/shared.ts").id
         let expiry = Int64(Date().timeIntervalSince1970) + 60
         let token = PieceToken(requester: "tester", holder: holder, objectID: object, expiry: expiry).encoded(secret: Self.secret)
-        func piece(_ index: Int, from: String = "tester", token: String = token, object: String = object) async throws -> HTTPResult {
+        func piece(_ index: Int, from: String = "tester", token: String = token, object: String = object, method: String = "GET") async throws -> HTTPResult {
             let t = token.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
-            return try await HTTP.get("http://127.0.0.1:\(port)/peer/v1/\(object)/\(index)?from=\(from)&token=\(t)")
+            return try await HTTP.get("http://127.0.0.1:\(port)/peer/v1/\(object)/\(index)?from=\(from)&token=\(t)", method: method)
         }
         let ok = try await piece(1)
         #expect(ok.status == 200)
@@ -309,6 +309,9 @@ final class SwarmSignallingTests {
         #expect(try await piece(1).status == 403, "upload=0 stops serving pieces at once")
         _ = try await HTTP.get("http://127.0.0.1:\(port)/xdfs.p2p.com/feature?upload=1")
         #expect(try await piece(2).status == 200)
+        // A HEAD sends no piece, and counts none as uploaded (it counted the piece).
+        let head = try await piece(3, method: "HEAD")
+        #expect(head.status == 200 && head.body.isEmpty && head.headers["content-length"] == "65536", "\(head.headers)")
         let stat = try await HTTP.get("http://127.0.0.1:\(port)/stat")
         #expect(stat.text.contains("\"uploadBytes\":131072"), "\(stat.text)")
     }

@@ -98,7 +98,7 @@ extension SwarmNode {
             onBadPiece()
             throw originDiffers(key, index, checksums, url: url, "piece \(index) of \(key) from the origin does not match its checksum")
         }
-        noteFetched(key, index, from: .origin)
+        fetched.note(key, index, from: .origin, bytes: bytes.count)
         keep(key, checksums, index, bytes)
         return bytes
     }

@@ -111,7 +111,7 @@ extension SwarmNode {
                 Task { await link.report(peer.peerId, object: key.id, piece: index) }
                 continue
             }
-            noteFetched(key, index, from: .peer(peer.peerId))
+            fetched.note(key, index, from: .peer(peer.peerId), bytes: bytes.count)
             keep(key, checksums, index, bytes)
             return .piece(bytes)
         }

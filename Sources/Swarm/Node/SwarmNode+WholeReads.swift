@@ -79,7 +79,7 @@ extension SwarmNode {
                 onBadPiece()
                 throw originDiffers(key, index, checksums, url: url, "piece \(index) of \(key) from the origin does not match its checksum")
             }
-            noteFetched(key, index, from: .origin)
+            fetched.note(key, index, from: .origin, bytes: bytes.count)
             keep(key, checksums, index, bytes)
             return bytes
         }
@@ -147,7 +147,7 @@ extension SwarmNode {
                     // Kept before it is handed on: a fetch that comes once the read passed
                     // it finds it in the store.
                     if !store.has(key, piece: index) {
-                        noteFetched(key, index, from: .origin)
+                        fetched.note(key, index, from: .origin, bytes: piece.count)
                         keep(key, checksums, index, piece)
                     }
                     read.deliver(index, piece)

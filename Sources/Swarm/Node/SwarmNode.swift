@@ -54,11 +54,10 @@ public final class SwarmNode: Sendable {
     let wantFlights = SingleFlight<[SwarmPeer]>()
     let peerFlights = SingleFlight<PeerOutcome>()
     let swarm = Mutex(SwarmState())
-    /// Pieces this node fetched and no player has been served yet, with where they came from:
-    /// a peer, whose bytes count as the swarm's when the first player gets them, or the
-    /// origin, whose bytes count as the CDN's (`takeFetched`).
-    let fetched = Mutex<[String: FetchSource]>([:])
-    private let fetchedCount = Atomic<Int>(0)
+    /// Pieces this node fetched, or its registry prepared, whose bytes no player has been
+    /// sent yet, with where they came from: a peer, whose bytes count as the swarm's when the
+    /// first player gets them, or the origin, whose bytes count as the CDN's.
+    public let fetched: FetchedPieces
     /// Origin bodies being read whole for their pieces, by object id, with the copy they are
     /// checked against;
     /// also the first piece request to an origin seen to ignore ranges, which the object's
@@ -164,6 +163,8 @@ public final class SwarmNode: Sendable {
         onBadPiece: @escaping @Sendable () -> Void = {}, onFallback: @escaping @Sendable (FallbackReason) -> Void = { _ in },
         onPrepareBytes: @escaping @Sendable (ObjectKey, Int) -> Void = { _, _ in }
     ) throws(SwarmError) {
+        let fetched = FetchedPieces()
+        self.fetched = fetched
         do {
             store = try PieceStore(directory: cacheDirectory, capacity: cacheSize, logger: logger, onCorruptPiece: onBadPiece)
         } catch {
@@ -178,7 +179,10 @@ public final class SwarmNode: Sendable {
             registry = try ChecksumRegistry(storage: storage, capacity: registryEntries, logger: logger) { [store] keys in store.remove(keys) }
             prepareQueue = try PrepareQueue(
                 registry: registry, storage: storage,
-                preparer: Preparer(origin: origin, store: store, maxObjectSize: maxObjectSize, logger: logger, onOriginBytes: onPrepareBytes),
+                preparer: Preparer(
+                    origin: origin, store: store, maxObjectSize: maxObjectSize, logger: logger, onOriginBytes: onPrepareBytes,
+                    // A prepared piece a player gets from this node came from the origin once.
+                    onPieceKept: { key, index, bytes in fetched.note(key, index, from: .origin, bytes: bytes) }),
                 pieceSize: pieceSize, maxRunning: maxPrepareJobs, logger: logger)
         } catch {
             throw SwarmError("registry: \(error)")
@@ -439,7 +443,7 @@ public final class SwarmNode: Sendable {
     /// Piece `index` of a ready object when the store does not hold it: from peers within the
     /// deadline, else from `url` by range; verified against the registry's checksum, kept,
     /// returned. Concurrent calls for one piece (against the same checksum) share one fetch.
-    /// Where it came from is noted for the first player served it (`takeFetched`), whichever
+    /// Where it came from is noted for the first player served it (`fetched`), whichever
     /// of the calls that is: the one that began the fetch may never send it (its player left).
     public func obtain(_ key: ObjectKey, _ index: Int, checksums: PieceChecksums, url: String, deadline: Duration? = nil) async throws(PieceFailure) -> [UInt8] {
         try await pieceFlights.run(Self.flightKey(key, index, checksums)) {
@@ -512,34 +516,6 @@ public final class SwarmNode: Sendable {
             for index in 0..<checksums.layout.count where !store.has(key, piece: index) {
                 group.addTask { _ = await self.fromPeers(key, index, checksums: checksums, deadline: deadline) }
             }
-        }
-    }
-
-    /// Notes that this node fetched piece `index` of `key` from `source`, for the first player
-    /// served it (before the piece is kept, so that a player reading it from the store at
-    /// once sees where it came from). A fetch again (the piece was evicted unserved) notes
-    /// its own source. Also what a response whose write of the piece failed gives back.
-    public func noteFetched(_ key: ObjectKey, _ index: Int, from source: FetchSource) {
-        fetched.withLock { p in
-            // The count follows the table under its lock: cleared without it, the count
-            // never came back to 0, and every held piece served looked in the table.
-            if p.count >= 100_000 {
-                fetchedCount.subtract(p.count, ordering: .relaxed)
-                p.removeAll()
-            }
-            if p.updateValue(source, forKey: key.id + "#\(index)") == nil { fetchedCount.add(1, ordering: .relaxed) }
-        }
-    }
-
-    /// Where piece `index` of `key` came from, if this node fetched it (from a peer, or the
-    /// origin) and no player has been served it yet: the first player's bytes of it count as
-    /// fetched, every later one's as this node's.
-    public func takeFetched(_ key: ObjectKey, _ index: Int) -> FetchSource? {
-        guard fetchedCount.load(ordering: .relaxed) > 0 else { return nil }
-        return fetched.withLock { p in
-            guard let source = p.removeValue(forKey: key.id + "#\(index)") else { return nil }
-            fetchedCount.subtract(1, ordering: .relaxed)
-            return source
         }
     }
 }

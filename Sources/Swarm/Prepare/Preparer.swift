@@ -45,6 +45,8 @@ struct Preparer: Sendable {
     let logger: Logger
     /// Told of each chunk of an object's body that comes from its origin.
     var onOriginBytes: @Sendable (ObjectKey, Int) -> Void = { _, _ in }
+    /// Told of each piece kept in the store (object, index, bytes).
+    var onPieceKept: @Sendable (ObjectKey, Int, Int) -> Void = { _, _, _ in }
 
     struct Outcome: Sendable {
         var checksums: PieceChecksums
@@ -225,6 +227,8 @@ struct Preparer: Sendable {
                 if piece.count == layout.size(of: i) {
                     let digest = piece.withUnsafeBytes { SHA256.hash($0) }
                     do {
+                        // Noted first: a player reading it from the store at once sees where it came from.
+                        onPieceKept(job.key, i, piece.count)
                         try store.store(job.key, layout: layout, piece: i, bytes: piece)
                     } catch where error.code != .full {  // a full disk: the store logs it
                         // The checksum does not depend on keeping the copy: note it and go on.

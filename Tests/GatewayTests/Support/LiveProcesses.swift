@@ -307,9 +307,14 @@ enum HTTP {
     }
 
     /// A TCP socket connected to `port` on 127.0.0.1 (the caller closes it).
-    static func connectLoopback(port: Int) throws -> Int32 {
+    /// A TCP connection to 127.0.0.1:`port`; `receiveBuffer`: its SO_RCVBUF (set before the
+    /// connect, so the window the server sees stays that small).
+    static func connectLoopback(port: Int, receiveBuffer: Int32? = nil) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestFailure("socket") }
+        if var size = receiveBuffer {
+            _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = in_port_t(UInt16(port).bigEndian)
