@@ -85,7 +85,9 @@ extension GatewayResponder {
         refs = refs.filter { seen.insert($0.key.id).inserted }
         if refs.count == 1, node.link == nil {
             // One object on this gateway: queued before the players' read-ahead, as they would.
-            job = node.prepareQueue.enqueue(refs[0].key, url: refs[0].url, urgent: true)
+            // An operator's prepare: a job that failed a moment ago is run again, as a
+            // playlist's objects are.
+            job = node.prepareQueue.enqueue(refs[0].key, url: refs[0].url, urgent: true, retry: true)
         } else {
             // On a node, answered once the tracker has queued them: what --wait then asks for
             // is the tracker's view after this prepare, not before.
@@ -110,8 +112,10 @@ extension GatewayResponder {
         guard proxy.virtualHost == .hls, !proxy.isKey else { return nil }
         let path = proxy.origin.path.lowercased()
         if let format = ManifestFormat.detect(body: [UInt8](), path: path) { return format }
-        // An object ready already is one: no need to ask.
-        if node.registry.ready(Self.objectKey(proxy)) != nil { return nil }
+        // An object ready already is one, and so is one a job prepares: no need to ask.
+        let key = Self.objectKey(proxy)
+        if node.registry.ready(key) != nil { return nil }
+        if let job = node.prepareQueue.job(of: key), !job.state.isFinished { return nil }
         let answer: OriginAnswer
         do { answer = try await origin.fetch(OriginFetch(url: proxy.origin.string, range: "bytes=0-4095")) } catch { throw error.failure }
         guard answer.status == 200 || answer.status == 206 else { return nil }  // the object's preparation reports it
@@ -225,12 +229,31 @@ extension GatewayResponder {
     /// A proxy URL for `url`: this gateway's proxy URL as it stands, or an origin URL under
     /// `xresid` (default: derived from its host and path).
     static func proxyForPrepare(_ url: String, xresid: String?) throws(GatewayFailure) -> ProxyURL {
-        for vhost in ["/hls.vod.p2p.com/", "/xdfs.p2p.com/"] {
-            if let r = url.range(of: vhost) {
-                do { return try ProxyURL(requestTarget: String(url[r.lowerBound...])) } catch {
-                    throw GatewayFailure(.badRequest, "url: \(error.message)")
+        // A proxy URL's path starts with its VHOST (`http://gateway/hls.vod.p2p.com/…`, or the
+        // path alone); an origin URL may have one further on (`…/mirror/hls.vod.p2p.com/a.ts`),
+        // and is that origin's object, not another host's.
+        let scheme = url.range(of: "://")
+        let path = scheme.map { s in url[s.upperBound...].firstIndex(of: "/").map { url[$0...] } ?? "" } ?? url[...]
+        if ["/hls.vod.p2p.com/", "/xdfs.p2p.com/"].contains(where: { path.hasPrefix($0) }) {
+            var proxy: ProxyURL
+            do { proxy = try ProxyURL(requestTarget: String(path)) } catch {
+                throw GatewayFailure(.badRequest, "url: \(error.message)")
+            }
+            // A key is never kept or given to a peer (SPEC section 1): not prepared either.
+            if proxy.isKey { throw GatewayFailure(.badRequest, "url: a key (xkey=1) is never prepared: keys are not kept or shared") }
+            // An xresid given beside a proxy URL without one is its stream (it was dropped, and
+            // the objects prepared under an id no player asks for); one that differs from the
+            // URL's own is refused.
+            if let xresid {
+                let wanted: XResID
+                do { wanted = try XResID(xresid) } catch { throw GatewayFailure(.badRequest, "xresid: \(error.message)") }
+                if proxy.xresid.value == XResID(derivedFrom: proxy.origin).value {
+                    proxy.xresid = wanted
+                } else if proxy.xresid.value != wanted.value {
+                    throw GatewayFailure(.badRequest, "xresid \(xresid) differs from the url's own (\(proxy.xresid.value))")
                 }
             }
+            return proxy
         }
         let proxy: ProxyURL
         do {

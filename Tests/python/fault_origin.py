@@ -9,7 +9,9 @@ parameter, else the KEY of /flaky/KEY/N, else the path. /count/KEY reports, for 
 Endpoints:
   /bytes/N           N deterministic bytes (byte i is i % 251); Range (first-last, first-,
                      -suffix) gives 206 or 416; ETag "bytes-N"; If-None-Match gives 304;
-                     ?nolength=1: no Content-Length, the body ends when the connection closes
+                     ?nolength=1: no Content-Length, the body ends when the connection closes;
+                     ?cut=B: each answer sends B bytes of its body at most, then closes (a
+                     balancer that cuts long transfers)
   /flaky/KEY/N       the first N requests for KEY answer 500, the later ones 200 "ok"
   /reset             headers (Content-Length 100000) and 5000 bytes, then a TCP RST
                      (?fin=1: a clean close instead, i.e. a short body)
@@ -160,10 +162,14 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Range", "bytes %d-%d/%d" % (first, last, size))
         self.end_headers()
         offset = first
-        while offset <= last:
-            n = min(65536, last - offset + 1)
+        end = min(last, first + int(self.query["cut"]) - 1) if "cut" in self.query else last
+        while offset <= end:
+            n = min(65536, end - offset + 1)
             self.send_body(pattern(offset, n))
             offset += n
+        if end < last:
+            self.wfile.flush()
+            self.close_connection = True
 
     def serve_flaky(self, parts):
         with LOCK:

@@ -18,17 +18,22 @@ struct JobTable {
         static func < (a: Self, b: Self) -> Bool { (a.rank, a.sequence, a.id) < (b.rank, b.sequence, b.id) }
     }
 
-    /// A finished job's age: its place in the queue.
+    /// A finished job's age: when it finished (its place in the queue was its age, and an old
+    /// job resumed or retried was the oldest as it finished, dropped at once past
+    /// `keepDone`; jobs loaded at start finish in queue order).
     struct Age: Comparable {
-        let sequence: Int64
+        let finish: Int64
         let id: String
 
-        static func < (a: Self, b: Self) -> Bool { (a.sequence, a.id) < (b.sequence, b.id) }
+        static func < (a: Self, b: Self) -> Bool { (a.finish, a.id) < (b.finish, b.id) }
     }
 
     private var byID: [String: PrepareJob] = [:]
     private var queued = SortedKeys<StartOrder>()
     private var finished = SortedKeys<Age>()
+    /// When each finished job finished, by a count of jobs finished.
+    private var finishedAt: [String: Int64] = [:]
+    private var finishes: Int64 = 0
 
     subscript(id: String) -> PrepareJob? {
         get { byID[id] }
@@ -38,8 +43,15 @@ struct JobTable {
             byID[id] = newValue
             if let old, old.state == .queued { queued.remove(StartOrder(old)) }
             if let newValue, newValue.state == .queued { queued.insert(StartOrder(newValue)) }
-            if let old, old.state.isFinished { finished.remove(Age(sequence: old.sequence, id: id)) }
-            if let newValue, newValue.state.isFinished { finished.insert(Age(sequence: newValue.sequence, id: id)) }
+            let stillFinished = newValue?.state.isFinished ?? false
+            if old?.state.isFinished == true, !stillFinished, let at = finishedAt.removeValue(forKey: id) {
+                finished.remove(Age(finish: at, id: id))
+            }
+            if stillFinished && finishedAt[id] == nil {
+                finishes += 1
+                finishedAt[id] = finishes
+                finished.insert(Age(finish: finishes, id: id))
+            }
         }
     }
 

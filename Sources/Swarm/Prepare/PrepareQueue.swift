@@ -416,6 +416,9 @@ public final class PrepareQueue: Service, Sendable {
 
     public func job(_ id: String) -> PrepareJob? { state.withLock { $0.jobs[id] } }
 
+    /// The job of object `key`, if it has one.
+    public func job(of key: ObjectKey) -> PrepareJob? { job(key.id.prefixID) }
+
     /// The state of the job of each object in `ids` (object ids), looked up together; nil
     /// where there is none.
     public func states(ofObjects ids: [String]) -> [PrepareJob.State?] {
@@ -468,6 +471,9 @@ public final class PrepareQueue: Service, Sendable {
         for c in waiters { c.resume() }
         if task == nil { stopWaitingForHead(id) }
         task?.cancel()
+        // Its pieces go with its progress: now, when no run writes them (a running job's go
+        // when its run has stopped).
+        if let job, cancelled, task == nil { preparer.store.remove(job.key) }
         if let job, cancelled {
             save([job.id])
             markObjects([job.id])
@@ -625,6 +631,10 @@ public final class PrepareQueue: Service, Sendable {
             s.jobs[id] = current
             s.settling.insert(id)
             return current
+        }
+        if finished == nil, state.withLock({ $0.jobs[id]?.state == .cancelled }) {
+            // Cancelled while it ran: its pieces go with its progress, now that nothing writes them.
+            preparer.store.remove(job.key)
         }
         if let finished {
             defer { pruneFinished() }  // done or failed

@@ -78,9 +78,15 @@ struct Preparer: Sendable {
     ) async throws(Failure) -> Outcome {
         var job = start
         var bodyFailures = 0
+        var failedAt: Int64 = -1
         var restarts = 0
-        /// Whether to ask again after the body failed (`bodyRetries` times at most), after a pause.
+        /// Whether to ask again after the body failed (`bodyRetries` times at most without a
+        /// piece gained between them), after a pause. Counted per job, an origin (or a balancer
+        /// before it) that cuts long transfers every few hundred megabytes failed every large
+        /// object after four cuts however far each got.
         func retried(after error: Failure) async -> Bool {
+            if job.bytesDone > failedAt { bodyFailures = 0 }
+            failedAt = job.bytesDone
             bodyFailures += 1
             guard bodyFailures <= Self.bodyRetries, !Task.isCancelled else { return false }
             logger.info("origin failed mid-body; resuming", metadata: ["object": "\(job.key)", "at": "\(job.bytesDone)", "error": "\(error)"])
@@ -164,6 +170,12 @@ struct Preparer: Sendable {
                                 metadata: ["object": "\(job.key)"])
                 }
                 job.restart()
+                // From the first byte: pieces the store holds of the object are another copy's
+                // (this job's before the origin's copy changed, or a run cancelled or failed
+                // before), and the store keeps a piece it holds rather than write it again:
+                // they were served against this copy's checksums, failed them (bad pieces) and
+                // were fetched again from the origin.
+                if store.info(job.key) != nil { store.remove(job.key) }
                 guard let length = response.header("Content-Length").flatMap({ Int64($0) }) else {
                     onHead(.uncacheable("origin sent no Content-Length"))
                     throw Failure(head: .uncacheable("origin sent no Content-Length for \(job.url)"))
