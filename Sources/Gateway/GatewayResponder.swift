@@ -52,6 +52,8 @@ public final class GatewayResponder: HTTPResponder {
     /// Live playlists' media sequence numbers, to tell one that started over.
     let liveSequences = LiveSequences()
     let liveQueued = RecentlyQueued(interval: .seconds(600))
+    /// Origins the tracker refused and this node allows, warned of once per ten minutes.
+    let trackerRefusals = RecentlyQueued(interval: .seconds(600), capacity: 1_000)
     /// The Representations of live MPDs that this node's players play.
     let liveRepresentations = LiveRepresentations()
     /// VOD playlists' objects in playback order, for prefetching the next segments.
@@ -243,6 +245,10 @@ public final class GatewayResponder: HTTPResponder {
         if !Self.isWritableDirectory(configuration.cacheDirectory) { failing.append("cache directory not writable") }
         if node.store.indexIsFailing { failing.append("piece index not written (see the log)") }
         do { try node.registry.ping() } catch { failing.append("registry not reachable: \(error)") }
+        // A tracker that refuses this node's login (a wrong app id or secret) is a setting to
+        // mend; one that is away is not (the node serves from its cache and the CDN meanwhile,
+        // and every node failing its check at once would take the service down with it).
+        if let refusal = node.link?.loginRefusal { failing.append("the tracker refuses this node's login: \(refusal) (check the app id and secret)") }
         if failing.isEmpty {
             return JSONBody.response([("status", .string("ready"))])
         }
@@ -395,7 +401,21 @@ public final class GatewayResponder: HTTPResponder {
 
     /// A manifest's whole body (after `head`, the bytes already read), up to the size cap.
     /// Its bytes count against `manifestMemory` while it is read: past it, 503.
-    func collectManifest(_ answer: OriginAnswer, head: [UInt8] = []) async throws(GatewayFailure) -> [UInt8] {
+    /// The manifest's whole body: `--max-object-size`-free, 16 MiB at most, and whole within
+    /// `limit` (by default three `--origin-idle-timeout`s: an origin that sent a byte within
+    /// each held the request, and every player of the list that joined it, without end).
+    func collectManifest(_ answer: OriginAnswer, head: [UInt8] = [], within given: Duration? = nil) async throws(GatewayFailure) -> [UInt8] {
+        let limit = given ?? configuration.originIdleTimeout * 3
+        let collected = await SwarmNode.cancelling(after: limit) { [self] () async -> Result<[UInt8], GatewayFailure> in
+            do throws(GatewayFailure) { return .success(try await collectManifestBody(answer, head: head)) } catch { return .failure(error) }
+        }
+        guard let collected else {
+            throw GatewayFailure(.gatewayTimeout, "origin did not send the whole manifest within \(limit.components.seconds) s")
+        }
+        return try collected.get()
+    }
+
+    private func collectManifestBody(_ answer: OriginAnswer, head: [UInt8]) async throws(GatewayFailure) -> [UInt8] {
         var body = head
         var reserved = 0
         defer { manifestMemory.give(reserved) }
@@ -703,7 +723,8 @@ public final class GatewayResponder: HTTPResponder {
             let fetch = OriginFetch(url: url, maxBodySize: configuration.maxManifestSize + 1, idleTimeout: idleTimeout, longPoll: longPoll)
             do throws(OriginFetchError) { answer = try await origin.fetch(fetch) } catch { return .failure(error.failure) }
             do throws(GatewayFailure) {
-                let body = try await collectManifest(answer)
+                // A blocking reload's body may come as slowly as its origin holds it.
+                let body = try await collectManifest(answer, within: longPoll ? .seconds(86_400) : (idleTimeout ?? configuration.originIdleTimeout) * 3)
                 return .success(CollectedAnswer(status: answer.status, headers: answer.headers, effectiveURL: answer.effectiveURL, body: body))
             } catch {
                 return .failure(error)

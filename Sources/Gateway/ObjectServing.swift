@@ -50,7 +50,9 @@ extension GatewayResponder {
         // object is the origin's 404 here rather than a redirect to one. A live playlist's
         // newest objects are listed too (they waited for the origin's head, and for a tracker
         // that did not answer, 12 s).
-        let wait = playOrder.lists(key) || liveQueued.holds(key.id) ? .zero : configuration.originIdleTimeout
+        // (A second past the preparation's own idle timeout: a silent origin's timeout is the
+        // answer, a 504, not a wait that ran out at the same moment, a 302 to it.)
+        let wait = playOrder.lists(key) || liveQueued.holds(key.id) ? .zero : configuration.originIdleTimeout + .seconds(1)
         // With --await-preparation, a preparation that will end within the peer deadline is
         // waited for: the CDN then sends the object once, and the player gets it from the swarm.
         let readyWithin = configuration.awaitPreparation ? peerDeadline(for: key) : .zero
@@ -68,6 +70,17 @@ extension GatewayResponder {
                 return checksumNotReady(proxy)
             case .status:
                 throw GatewayFailure.originAnswered(answer.status ?? 502)
+            case .forbidden where node.link != nil && origin.refusal(of: proxy.origin.string) == nil:
+                // The tracker's registry refuses a host this node allows (their allow lists
+                // differ): the player goes to the origin, as while an object is prepared, rather
+                // than get a 403 that names a list this node's operator sees the host in.
+                if trackerRefusals.claim(proxy.origin.authority) {
+                    logger.warning(
+                        "the tracker refuses an origin this node allows: its players are sent to the origin (allow the host at the tracker too)",
+                        metadata: ["origin": "\(proxy.origin.authority)", "reason": "\(answer.reason ?? "")"])
+                }
+                stats.countFallback(.checksumsNotReady)
+                return checksumNotReady(proxy)
             case .forbidden: throw GatewayFailure(.forbidden, answer.reason ?? "origin not allowed")
             case .timeout: throw GatewayFailure(.gatewayTimeout, answer.reason ?? "origin timed out")
             case .failed: throw GatewayFailure(.badGateway, answer.reason ?? "preparation failed")

@@ -79,6 +79,29 @@ final class GatewayFaultTests {
         #expect(ContinuousClock.now - start < .seconds(6))
     }
 
+    /// A media object no playlist listed, whose origin sends nothing: its first player gets the
+    /// timeout, a 504, as the ones after it do (it got a 302 to the silent origin: its wait for
+    /// the preparation ran out at the moment the preparation's own timeout did).
+    @Test func aStalledOriginOfAnUnlistedObjectIs504ForItsFirstPlayerToo() async throws {
+        let start = ContinuousClock.now
+        let r = try await HTTP.get("http://127.0.0.1:\(port)/hls.vod.p2p.com/127.0.0.1:\(originPort)/stall/first.ts?seconds=30&head=0")
+        #expect(r.status == 504, "\(r.status) \(r.text)")
+        #expect(ContinuousClock.now - start < .seconds(6))
+    }
+
+    /// A playlist whose origin sends a byte within each idle timeout is 504 after three of
+    /// them (4.5 s here), at a playlist's path (one fetch its players share) and at any other
+    /// (told by its type): it held the request, and every player that joined it, for as long
+    /// as the origin liked (a minute here).
+    @Test func aPlaylistTricklingInIs504AfterThreeIdleTimeouts() async throws {
+        for path in ["/slow/200/list.m3u8?playlist=1&delay=0.3", "/slow/200?playlist=1&delay=0.3"] {
+            let start = ContinuousClock.now
+            let r = try await HTTP.get("http://127.0.0.1:\(port)/hls.vod.p2p.com/127.0.0.1:\(originPort)\(path)", timeout: 20)
+            #expect(r.status == 504 && r.text.contains("whole manifest"), "\(path): \(r.status) \(r.text)")
+            #expect(ContinuousClock.now - start < .seconds(9), "\(path)")
+        }
+    }
+
     @Test func aBodyOverTheCapIsRefused() async throws {
         let r = try await HTTP.get(url("/bytes/2000000"))
         #expect(r.status == 502)

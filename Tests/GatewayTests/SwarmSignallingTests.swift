@@ -316,6 +316,26 @@ final class SwarmSignallingTests {
         #expect(stat.text.contains("\"uploadBytes\":131072"), "\(stat.text)")
     }
 
+    /// `/ready` fails on a node whose tracker refuses its login (a wrong secret: a setting to
+    /// mend, which health checks could not see), and names it; a node whose tracker is only
+    /// away is ready (it serves from its cache and the CDN, and every node failing its check at
+    /// once would take the service down with the tracker).
+    @Test func readyFailsWhileTheTrackerRefusesTheNodesLogin() async throws {
+        let (a, aport) = try await Live.gateway(["--app-secret-file", secretFile])
+        defer { a.stop() }
+        let wrong = Scratch.path("wrong-secret")
+        try "not-the-secret\n".write(toFile: wrong, atomically: true, encoding: .utf8)
+        let (b, bport) = try await Live.gateway(["--tracker", "ws://127.0.0.1:\(aport)/swarm/v1/ws", "--app-secret-file", wrong])
+        defer { b.stop() }
+        _ = try await b.waitForStderr(#/(tracker refused the login)/#)
+        let refused = try await HTTP.get("http://127.0.0.1:\(bport)/ready")
+        #expect(refused.status == 503 && refused.text.contains("the tracker refuses this node's login: bad signature"), "\(refused.status) \(refused.text)")
+        let (c, cport) = try await Live.gateway(["--tracker", "ws://127.0.0.1:9/swarm/v1/ws", "--app-secret-file", secretFile])
+        defer { c.stop() }
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(try await HTTP.get("http://127.0.0.1:\(cport)/ready").status == 200, "a tracker away is no failing check")
+    }
+
     @Test func aNodeWithoutTrackerEmbedsOneThatOthersLogInTo() async throws {
         let (a, aport) = try await Live.gateway(["--app-secret-file", secretFile])
         defer { a.stop() }

@@ -1151,6 +1151,24 @@ final class SwarmTransferTests {
         return fd
     }
 
+    /// A tracker whose allow list lacks a host its node allows (an operator's two lists that
+    /// differ): the node's players are sent to the origin, as while an object is prepared, and
+    /// the node says why once. They got a 403 naming the node's own list, which has the host.
+    @Test func anOriginOnlyTheTrackerRefusesSendsPlayersToTheOrigin() async throws {
+        let (origin, originPort) = try await Live.objectOrigin()
+        defer { origin.stop() }
+        let (t, trackerPort) = try await tracker(dir: Live.cacheFolder(), originPort: 9)
+        defer { t.stop() }
+        let (n, port) = try await node(trackerPort: trackerPort, originPort: originPort)
+        defer { n.stop() }
+        for _ in 0..<2 {
+            let r = try await HTTP.get("http://127.0.0.1:\(port)/hls.vod.p2p.com/127.0.0.1:\(originPort)/obj/refused.ts?size=1000")
+            #expect(r.status == 302 && r.headers["location"] == "http://127.0.0.1:\(originPort)/obj/refused.ts?size=1000", "\(r.status) \(r.text)")
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(n.stderr.components(separatedBy: "the tracker refuses an origin this node allows").count == 2, "warned once: \(n.stderr.suffix(1500))")
+    }
+
     /// A player who leaves before its response is sent (an ABR switch, a seek) leaves the
     /// pieces fetched for it in the store: the next player served them counts their bytes as
     /// fetched. They were counted by no one: the response that began a fetch had settled

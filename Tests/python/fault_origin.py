@@ -15,8 +15,10 @@ Endpoints:
   /flaky/KEY/N       the first N requests for KEY answer 500, the later ones 200 "ok"
   /reset             headers (Content-Length 100000) and 5000 bytes, then a TCP RST
                      (?fin=1: a clean close instead, i.e. a short body)
-  /stall             200 headers, then nothing for ?seconds=S (default 60)
-  /slow/N            N bytes, one every ?delay=D seconds (default 0.05)
+  /stall             200 headers, then nothing for ?seconds=S (default 60); ?head=0: nothing
+                     at all, the head neither
+  /slow/N            N bytes, one every ?delay=D seconds (default 0.05); ?playlist=1: a
+                     playlist's (#EXTM3U, then newlines), as application/vnd.apple.mpegurl
   /redirect          ?to=URL&code=302: a redirect to URL
   /hops/N            302 to /hops/N-1 ... /hops/0 answers 200 "done"
   /need-token        403 unless ?token=secret
@@ -188,6 +190,10 @@ class Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
     def serve_stall(self, parts):
+        if self.query.get("head") == "0":  # silent before its head too
+            time.sleep(float(self.query.get("seconds", "60")))
+            self.close_connection = True
+            return
         self.send_response(200)
         self.send_header("Content-Length", "10")
         self.end_headers()
@@ -197,13 +203,16 @@ class Handler(BaseHTTPRequestHandler):
 
     def serve_slow(self, parts):
         size = int(parts[1])
+        body = (b"#EXTM3U\n" + b"\n" * size)[:size] if self.query.get("playlist") else None
         self.send_response(200)
         self.send_header("Content-Length", str(size))
+        if body is not None:
+            self.send_header("Content-Type", "application/vnd.apple.mpegurl")
         self.end_headers()
         for i in range(size):
             self.wfile.flush()
             time.sleep(float(self.query.get("delay", "0.05")))
-            self.send_body(pattern(i, 1))
+            self.send_body(body[i:i + 1] if body is not None else pattern(i, 1))
 
     def serve_redirect(self, parts):
         code = int(self.query.get("code", "302"))

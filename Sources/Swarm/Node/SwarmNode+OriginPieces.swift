@@ -117,10 +117,18 @@ extension SwarmNode {
     /// `body` collected (`upTo` bytes at most) within `limit`, else `.timeout` (the transfer is
     /// abandoned).
     static func collect(_ body: OriginBody, upTo size: Int, within limit: Duration) async throws(OriginError) -> [UInt8] {
-        let first = await withTaskGroup(of: Result<[UInt8], OriginError>?.self) { group in
-            group.addTask {
-                do throws(OriginError) { return .success(try await body.collect(upTo: size)) } catch { return .failure(error) }
-            }
+        let first = await cancelling(after: limit) { () async -> Result<[UInt8], OriginError> in
+            do throws(OriginError) { return .success(try await body.collect(upTo: size)) } catch { return .failure(error) }
+        }
+        guard let first else { throw OriginError(.timeout, "the piece's body took longer than \(limit)") }
+        return try first.get()
+    }
+
+    /// What `work` returns, or nil once `limit` has passed first; the work is cancelled then
+    /// (unlike `value(within:)`, whose work goes on for whoever else wants its answer).
+    public static func cancelling<T: Sendable>(after limit: Duration, _ work: @escaping @Sendable () async -> T) async -> T? {
+        await withTaskGroup(of: T?.self) { group in
+            group.addTask { await work() }
             group.addTask {
                 try? await Task.sleep(for: limit)
                 return nil
@@ -129,8 +137,6 @@ extension SwarmNode {
             group.cancelAll()
             return first
         }
-        guard let first else { throw OriginError(.timeout, "the piece's body took longer than \(limit)") }
-        return try first.get()
     }
 
     /// Piece `index` from an origin's 206 or 200 answer (an origin without ranges: read up to

@@ -53,6 +53,9 @@ public final class TrackerLink: Service, Sendable {
         /// When the tracker first refused this node's id as in use from another URL, since the
         /// last login (`peerIDInUse`).
         var inUseSince: ContinuousClock.Instant?
+        /// Why the tracker refused the last login (a wrong app id or secret, a clock far off),
+        /// until a login is taken.
+        var refusal: String?
     }
 
     public let configuration: Configuration
@@ -85,6 +88,9 @@ public final class TrackerLink: Service, Sendable {
     public var isConnected: Bool { state.withLock { $0.send != nil } }
     /// Successful logins so far.
     public var logins: Int { state.withLock { $0.logins } }
+    /// Why the tracker refused this node's last login, while it does (nil once one is taken,
+    /// and while the tracker is only away).
+    public var loginRefusal: String? { state.withLock { $0.refusal } }
 
     public func run() async throws {
         // Graceful shutdown cancels the session and the reconnect loop.
@@ -136,6 +142,7 @@ public final class TrackerLink: Service, Sendable {
                     if welcome.reason == LoginRefusal.peerInUse.rawValue {
                         self.peerIDInUse(heardAgo: welcome.heardAgo)
                     } else {
+                        self.state.withLock { $0.refusal = welcome.reason ?? "?" }
                         self.logger.error("tracker refused the login", metadata: ["reason": "\(welcome.reason ?? "?")"])
                     }
                     return
@@ -144,6 +151,7 @@ public final class TrackerLink: Service, Sendable {
                     s.send = send
                     s.logins += 1
                     s.inUseSince = nil
+                    s.refusal = nil
                 }
                 self.logger.info("logged in to the tracker", metadata: ["tracker": "\(c.url)"])
                 defer { self.disconnected() }
