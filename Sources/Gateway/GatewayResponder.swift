@@ -52,6 +52,8 @@ public final class GatewayResponder: HTTPResponder {
     /// Live playlists' media sequence numbers, to tell one that started over.
     let liveSequences = LiveSequences()
     let liveQueued = RecentlyQueued(interval: .seconds(600))
+    /// Responses being sent, which a stop lets end.
+    public let inFlight = InFlightResponses()
     /// Origins the tracker refused and this node allows, warned of once per ten minutes.
     let trackerRefusals = RecentlyQueued(interval: .seconds(600), capacity: 1_000)
     /// The Representations of live MPDs that this node's players play.
@@ -98,7 +100,30 @@ public final class GatewayResponder: HTTPResponder {
     /// The tracker this process runs (embedded, or as `swarmgate tracker`).
     public func attach(_ tracker: SwarmTracker) { self.tracker.withLock { $0 = tracker } }
 
+    /// Answers `request`; a body that is not small holds a token of `inFlight` while it is
+    /// sent, so that a stop lets it end (`ResponseDrain`).
     public func respond(to request: Request, context: Context) async throws -> Response {
+        let token = inFlight.begin()
+        var response = try await answer(request, context: context)
+        let body = response.body
+        guard (body.contentLength ?? Int.max) > Self.smallBody else { return response }
+        let (channel, inFlight) = (context.channel, inFlight)
+        response.body = ResponseBody(contentLength: body.contentLength) { writer in
+            try await body.write(writer)
+            // At a stop the token is held until the channel has handed what it buffers to the
+            // socket: the server closes a connection whose response has ended at once, and
+            // what its channel still held (a batch of pieces, to a slow reader) was dropped.
+            if inFlight.isStopping { await InFlightResponses.flushed(channel, within: .seconds(15)) }
+            withExtendedLifetime(token) {}
+        }
+        return response
+    }
+
+    /// A body the server hands the socket at once (its channel's writability mark): it needs
+    /// no token.
+    static let smallBody = 64 << 10
+
+    func answer(_ request: Request, context: Context) async throws -> Response {
         let start = ContinuousClock.now
         let target = request.uri.description
         var route = "proxy"

@@ -93,6 +93,8 @@ public struct GatewayServer: Sendable {
                 await onListening(bound, demo)
             },
             logger: logger))
+        // Last, so that a stop reaches it first: the server quiesces once it has returned.
+        services.append(ResponseDrain(responses: responder.inFlight, limit: .seconds(20), logger: logger))
         let group = ServiceGroup(configuration: .init(
             services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         defer {

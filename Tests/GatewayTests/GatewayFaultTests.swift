@@ -155,6 +155,53 @@ final class GatewayFaultTests {
         #expect(closedCleanly && body == 40, "the response in flight completes: \(body) bytes")
         #expect(await g.waitForExit(timeout: .seconds(15)) == 0)
     }
+
+    /// A large object from the cache, read slowly by its player when the stop comes, is sent
+    /// whole before the gateway exits: the server closed the connection once the response's
+    /// end was written, dropping the pieces its channel still held, or at once (20 MB here, of
+    /// which the player had a few).
+    @Test func aStopLetsALargeResponseToASlowReaderEnd() async throws {
+        let (origin, objectPort) = try await Live.objectOrigin()
+        defer { origin.stop() }
+        let (g, p) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(objectPort)"])
+        defer { g.stop() }
+        let size = 20_000_000
+        let path = "/xdfs.p2p.com/127.0.0.1:\(objectPort)/obj/stopping.mp4?size=\(size)"
+        _ = try await Live.whenReady("http://127.0.0.1:\(p)\(path)", headers: ["Range": "bytes=0-0"])
+        let fd = try HTTP.connectLoopback(port: p, receiveBuffer: 65536)
+        defer { close(fd) }
+        let request = "GET \(path) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        _ = Array(request.utf8).withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count) }
+        var received = 0, headLength: Int?, stopped = false, closedCleanly = false
+        var head: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            let n = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+            if n > 0 {
+                received += n
+                if headLength == nil {
+                    head += buffer[..<n]
+                    headLength = head.firstRange(of: Array("\r\n\r\n".utf8)).map { $0.upperBound }
+                }
+                try await Task.sleep(for: .milliseconds(10))  // about 6 MB/s at most
+            } else if n == 0 {
+                closedCleanly = true
+                break
+            } else if errno != EAGAIN && errno != EWOULDBLOCK {
+                break  // reset
+            } else {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            if !stopped, headLength != nil {
+                kill(g.process.processIdentifier, SIGTERM)
+                stopped = true
+            }
+        }
+        #expect(String(decoding: head.prefix(12), as: UTF8.self) == "HTTP/1.1 200")
+        #expect(closedCleanly && received - (headLength ?? 0) == size, "the response in flight completes: \(received - (headLength ?? 0)) of \(size) bytes")
+        #expect(await g.waitForExit(timeout: .seconds(30)) == 0)
+    }
 }
 
 /// SPEC section 5 without an allow list: only public addresses, checked on the address

@@ -1,0 +1,85 @@
+import Logging
+import NIOCore
+import ServiceLifecycle
+import Synchronization
+
+/// The responses being sent, so that a stop lets them end. A stop (SIGTERM) quiesces the HTTP
+/// server, which closes a connection once its response's end is written, dropping what the
+/// channel still buffered (up to a batch of pieces), and does not wait for connections that
+/// are still sending: a large object's response to a player was cut at a stop, and a restart
+/// or a deploy cut its viewers' downloads.
+public final class InFlightResponses: Sendable {
+    private struct State {
+        var count = 0
+        var stopping = false
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// Held by a response while it is sent: released (with the body that holds it) once the
+    /// server is done with the response, sent or not.
+    public final class Token: Sendable {
+        private let owner: InFlightResponses
+
+        fileprivate init(_ owner: InFlightResponses) { self.owner = owner }
+
+        deinit { owner.state.withLock { $0.count -= 1 } }
+    }
+
+    /// A token for a response that begins now (during a stop too: the server still answers
+    /// until the responses end, and one it began would be cut as the others were).
+    public func begin() -> Token {
+        state.withLock { $0.count += 1 }
+        return Token(self)
+    }
+
+    /// Responses not yet done.
+    public var count: Int { state.withLock { $0.count } }
+
+    /// Whether the stop has begun.
+    public var isStopping: Bool { state.withLock { $0.stopping } }
+
+    /// Waits until `channel` buffers nothing more for its socket (or is closed), `limit` at most.
+    static func flushed(_ channel: any Channel, within limit: Duration) async {
+        let end = ContinuousClock.now + limit
+        while channel.isActive, ContinuousClock.now < end,
+            let buffered = try? await channel.getOption(.bufferedWritableBytes).get(), buffered > 0
+        {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// Marks the stop, then waits until no response is being sent, `limit` at most. Returns
+    /// how many were left.
+    func drain(within limit: Duration) async -> Int {
+        state.withLock { $0.stopping = true }
+        let end = ContinuousClock.now + limit
+        while count > 0 && ContinuousClock.now < end {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return count
+    }
+}
+
+/// A service placed after the HTTP server in its group, so that a graceful stop reaches it
+/// first: it holds the server's quiescing back until the responses in flight are sent, their
+/// channels' buffers too (20 s at most, within the systemd unit's 30 s stop).
+struct ResponseDrain: Service {
+    let responses: InFlightResponses
+    let limit: Duration
+    let logger: Logger
+
+    func run() async throws {
+        // Returns at the stop (or throws when the group is cancelled: nothing to wait for).
+        try await gracefulShutdown()
+        let waiting = responses.count
+        guard waiting > 0 else { return }
+        logger.info("stopping: letting the responses in flight end", metadata: ["responses": "\(waiting)"])
+        let left = await responses.drain(within: limit)
+        if left > 0 {
+            logger.warning("stopping with responses still in flight", metadata: ["responses": "\(left)", "waited": "\(limit)"])
+        }
+    }
+}
