@@ -118,61 +118,20 @@ final class GatewayFaultTests {
         #expect(r.text == "done")
     }
 
-    /// The stop comes once the response's head has arrived (on a loaded host a fixed sleep
-    /// could stop the gateway before it took the connection, which a stop then resets).
-    @Test func gracefulShutdownFinishesTheResponseInFlight() async throws {
-        let (g, p) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(originPort)"])
-        defer { g.stop() }
-        let fd = try HTTP.connectLoopback(port: p)
-        defer { close(fd) }
-        let request = "GET /hls.vod.p2p.com/127.0.0.1:\(originPort)/slow/40?delay=0.05&xkey=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-        _ = Array(request.utf8).withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count) }
-        var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let headEnd = Array("\r\n\r\n".utf8)
-        var stopped = false, closedCleanly = false
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            let n = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
-            if n > 0 {
-                received += buffer[..<n]
-            } else if n == 0 {
-                closedCleanly = true
-                break
-            } else if errno != EAGAIN && errno != EWOULDBLOCK {
-                break  // reset
-            } else {
-                try await Task.sleep(for: .milliseconds(10))
-            }
-            if !stopped, received.firstRange(of: headEnd) != nil {
-                kill(g.process.processIdentifier, SIGTERM)
-                stopped = true
-            }
-        }
-        let text = String(decoding: received, as: UTF8.self)
-        #expect(stopped && text.hasPrefix("HTTP/1.1 200"), "\(text.prefix(200))")
-        let body = received.firstRange(of: headEnd).map { received[$0.upperBound...].count } ?? 0
-        #expect(closedCleanly && body == 40, "the response in flight completes: \(body) bytes")
-        #expect(await g.waitForExit(timeout: .seconds(15)) == 0)
-    }
-
-    /// A large object from the cache, read slowly by its player when the stop comes, is sent
-    /// whole before the gateway exits: the server closed the connection once the response's
-    /// end was written, dropping the pieces its channel still held, or at once (20 MB here, of
-    /// which the player had a few).
-    @Test func aStopLetsALargeResponseToASlowReaderEnd() async throws {
-        let (origin, objectPort) = try await Live.objectOrigin()
-        defer { origin.stop() }
-        let (g, p) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(objectPort)"])
-        defer { g.stop() }
-        let size = 20_000_000
-        let path = "/xdfs.p2p.com/127.0.0.1:\(objectPort)/obj/stopping.mp4?size=\(size)"
-        _ = try await Live.whenReady("http://127.0.0.1:\(p)\(path)", headers: ["Range": "bytes=0-0"])
-        let fd = try HTTP.connectLoopback(port: p, receiveBuffer: 65536)
+    /// Sends `path` to the gateway `g` on port `p` on a new connection (`receiveBuffer`: its
+    /// SO_RCVBUF), stops the gateway (SIGTERM) once the response's head has arrived, and reads
+    /// on, `pause` after each read, until the gateway closes the connection: the head's
+    /// status line, the body's length, and whether it was closed cleanly (not reset). The
+    /// stop comes once the head has arrived: on a loaded host a fixed sleep could stop the
+    /// gateway before it took the connection, which a stop then resets.
+    static func readThroughAStop(_ g: LiveProcess, port p: Int, _ path: String, receiveBuffer: Int32? = nil, pause: Duration = .zero) async throws
+        -> (status: String, body: Int, closedCleanly: Bool)
+    {
+        let fd = try HTTP.connectLoopback(port: p, receiveBuffer: receiveBuffer)
         defer { close(fd) }
         let request = "GET \(path) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
         _ = Array(request.utf8).withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count) }
-        var received = 0, headLength: Int?, stopped = false, closedCleanly = false
+        var received = 0, headLength: Int?, closedCleanly = false
         var head: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         let deadline = ContinuousClock.now + .seconds(60)
@@ -183,8 +142,9 @@ final class GatewayFaultTests {
                 if headLength == nil {
                     head += buffer[..<n]
                     headLength = head.firstRange(of: Array("\r\n\r\n".utf8)).map { $0.upperBound }
+                    if headLength != nil { kill(g.process.processIdentifier, SIGTERM) }
                 }
-                try await Task.sleep(for: .milliseconds(10))  // about 6 MB/s at most
+                if pause > .zero { try await Task.sleep(for: pause) }
             } else if n == 0 {
                 closedCleanly = true
                 break
@@ -193,13 +153,35 @@ final class GatewayFaultTests {
             } else {
                 try await Task.sleep(for: .milliseconds(5))
             }
-            if !stopped, headLength != nil {
-                kill(g.process.processIdentifier, SIGTERM)
-                stopped = true
-            }
         }
-        #expect(String(decoding: head.prefix(12), as: UTF8.self) == "HTTP/1.1 200")
-        #expect(closedCleanly && received - (headLength ?? 0) == size, "the response in flight completes: \(received - (headLength ?? 0)) of \(size) bytes")
+        return (String(decoding: head.prefix(12), as: UTF8.self), received - (headLength ?? received), closedCleanly)
+    }
+
+    @Test func gracefulShutdownFinishesTheResponseInFlight() async throws {
+        let (g, p) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(originPort)"])
+        defer { g.stop() }
+        let r = try await Self.readThroughAStop(g, port: p, "/hls.vod.p2p.com/127.0.0.1:\(originPort)/slow/40?delay=0.05&xkey=1")
+        #expect(r.status == "HTTP/1.1 200", "\(r)")
+        #expect(r.closedCleanly && r.body == 40, "the response in flight completes: \(r.body) bytes")
+        #expect(await g.waitForExit(timeout: .seconds(15)) == 0)
+    }
+
+    /// A large object from the cache, read slowly by its player when the stop comes, is sent
+    /// whole before the gateway exits: the server closed the connection once the response's
+    /// end was written, dropping the pieces its channel still held (20 MB here, of which the
+    /// player got 17).
+    @Test func aStopLetsALargeResponseToASlowReaderEnd() async throws {
+        let (origin, objectPort) = try await Live.objectOrigin()
+        defer { origin.stop() }
+        let (g, p) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(objectPort)"])
+        defer { g.stop() }
+        let size = 20_000_000
+        let path = "/xdfs.p2p.com/127.0.0.1:\(objectPort)/obj/stopping.mp4?size=\(size)"
+        _ = try await Live.whenReady("http://127.0.0.1:\(p)\(path)", headers: ["Range": "bytes=0-0"])
+        // About 6 MB/s at most.
+        let r = try await Self.readThroughAStop(g, port: p, path, receiveBuffer: 65536, pause: .milliseconds(10))
+        #expect(r.status == "HTTP/1.1 200", "\(r)")
+        #expect(r.closedCleanly && r.body == size, "the response in flight completes: \(r.body) of \(size) bytes")
         #expect(await g.waitForExit(timeout: .seconds(30)) == 0)
     }
 }
