@@ -14,6 +14,8 @@ new connection's first request two; nodes, tracker and players stay on loopback,
   4. a live stream (20 ms CDN): one player per node at the live edge, each reading the playlist
      at its own moment as it gains a segment a second and fetching the newest; offload with
      the nodes' defaults, with --await-preparation, and with no live tail (--read-ahead 0)
+  5. the floor of 2 (loopback CDN): one node holding every segment, each request a cache hit,
+     against the same segment from the origin, the two asked alternately
 Each of 1 and 2 is measured with the nodes' defaults (SPEC's 302 while a segment is being prepared) and
 with --await-preparation (a node waits for a preparation that ends within the deadline).
 The origin is Tests/python/object_origin.py, which counts the bytes it sends per object; every
@@ -342,12 +344,46 @@ def run(swarmgate, python, rows, row):
                             f"{times[0] * 1000:.1f} ms", f"{cdn_times[0] * 1000:.1f} ms",
                             f"{times[0] / cdn_times[0]:.2f}x CDN", "-", True)
                 if not rtt:
+                    floor(swarmgate, tmp, origin_port, where, row)
                     leaving(swarmgate, tmp, secret_file, origin_port, where, row)
                 else:
                     live(swarmgate, tmp, secret_file, origin_port, where, row)
                 failed = False
             finally:
                 origin.stop(kill=failed)
+
+def floor(swarmgate, tmp, origin_port, where, row, rounds=10):
+    """The floor of the p95 rows: one node holding every segment of the VOD (each request a
+    cache hit, nothing from peers or the origin) against the same segment straight from the
+    origin, asked alternately by this benchmark's client, so both sides share every moment's
+    load. No target: it shows what the p95 target leaves a node beyond serving a hit."""
+    name = f"floor-{secrets.token_hex(4)}"
+    expected = [segment_bytes(name, k, SIZE) for k in range(SEGMENTS)]
+    node = Child([swarmgate, "serve", "--listen", "127.0.0.1:0", "--cache-dir", os.path.join(tmp, name),
+                  "--allow-origin", f"127.0.0.1:{origin_port}", "--await-preparation", "--log-level", "notice"])
+    try:
+        port = int(node.wait_stderr(r"listening on 127\.0\.0\.1:(\d+)").group(1))
+        playlist = f"http://127.0.0.1:{port}/hls.vod.p2p.com/127.0.0.1:{origin_port}{vod(name)}"
+        _, _, body = get(playlist)
+        urls = [urljoin(playlist, line) for line in body.decode().splitlines() if line and not line.startswith("#")]
+        for _ in range(50):  # until every segment is a hit: 200 from the node, no 302
+            if all(get(u)[0] == 200 for u in urls):
+                break
+            time.sleep(0.2)
+        ours, cdn = [], []
+        for _ in range(rounds):
+            for k, url in enumerate(urls):
+                for times, u in ((ours, url), (cdn, f"http://127.0.0.1:{origin_port}/obj/{name}/seg{k}.ts?size={SIZE}&token=abc")):
+                    start = time.perf_counter()
+                    status, _, data = get(u)
+                    times.append(time.perf_counter() - start)
+                    if status != 200 or data != expected[k]:
+                        raise RuntimeError(f"{u}: {status}, {len(data)} bytes")
+        row(f"p95 of a cache hit: one node holding every segment, {len(ours)} requests, vs the same from the CDN, {where}",
+            f"{p95(ours) * 1000:.2f} ms", f"{p95(cdn) * 1000:.2f} ms", f"{p95(ours) / p95(cdn):.2f}x CDN", "-", True)
+    finally:
+        node.stop()
+
 
 def leaving(swarmgate, tmp, secret_file, origin_port, where, row):
     """Viewers who leave early: offload when each player watches WATCHED of LONG_SEGMENTS, with

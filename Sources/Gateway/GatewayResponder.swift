@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import Manifest
+import NIOCore
 import PieceStore
 import Swarm
 import Synchronization
@@ -104,20 +105,27 @@ public final class GatewayResponder: HTTPResponder {
     /// sent, so that a stop lets it end (`ResponseDrain`).
     public func respond(to request: Request, context: Context) async throws -> Response {
         let token = inFlight.begin()
-        var response = try await answer(request, context: context)
+        var response = try await Self.$channel.withValue(context.channel) { try await answer(request, context: context) }
         let body = response.body
         guard (body.contentLength ?? Int.max) > Self.smallBody else { return response }
-        let (channel, inFlight) = (context.channel, inFlight)
+        let channel = context.channel
         response.body = ResponseBody(contentLength: body.contentLength) { writer in
             try await body.write(writer)
-            // At a stop the token is held until the channel has handed what it buffers to the
-            // socket: the server closes a connection whose response has ended at once, and
-            // what its channel still held (a batch of pieces, to a slow reader) was dropped.
-            if inFlight.isStopping { await InFlightResponses.flushed(channel, within: .seconds(15)) }
-            withExtendedLifetime(token) {}
+            // The token is held until the channel has handed what it buffers to the socket: a
+            // stop closes a connection whose response has ended at once, and what its channel
+            // still held (a batch of pieces, to a slow reader) was dropped.
+            guard await InFlightResponses.flushed(channel, within: .zero) == .pending else { return withExtendedLifetime(token) {} }
+            Task {
+                _ = await InFlightResponses.flushed(channel, within: .seconds(60))
+                withExtendedLifetime(token) {}
+            }
         }
         return response
     }
+
+    /// The connection of the request being answered, for what its response does once written
+    /// (`InFlightResponses.flushed`).
+    @TaskLocal static var channel: (any Channel)?
 
     /// A body the server hands the socket at once (its channel's writability mark): it needs
     /// no token.
@@ -273,6 +281,8 @@ public final class GatewayResponder: HTTPResponder {
         // A tracker that refuses this node's login (a wrong app id or secret) is a setting to
         // mend; one that is away is not (the node serves from its cache and the CDN meanwhile,
         // and every node failing its check at once would take the service down with it).
+        // A stop under way lets its responses end: a balancer sends the next ones elsewhere.
+        if inFlight.isStopping { failing.append("stopping") }
         if let refusal = node.link?.loginRefusal { failing.append("the tracker refuses this node's login: \(refusal) (check the app id and secret)") }
         if failing.isEmpty {
             return JSONBody.response([("status", .string("ready"))])

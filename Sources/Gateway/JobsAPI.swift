@@ -67,7 +67,7 @@ extension GatewayResponder {
             xresid = json["xresid"] as? String ?? xresid
         }
         guard let url else { throw GatewayFailure(.badRequest, "url is missing") }
-        let proxy = try Self.proxyForPrepare(url, xresid: xresid)
+        let proxy = try Self.proxyForPrepare(url, xresid: xresid, publicPath: Self.urlPath(currentPublicURL))
         // A host the gateway may not fetch is refused now, not queued to fail.
         if let refusal = origin.refusal(of: proxy.origin.string) { throw GatewayFailure(.forbidden, refusal) }
         guard node.preparesNow else {
@@ -112,10 +112,10 @@ extension GatewayResponder {
         guard proxy.virtualHost == .hls, !proxy.isKey else { return nil }
         let path = proxy.origin.path.lowercased()
         if let format = ManifestFormat.detect(body: [UInt8](), path: path) { return format }
-        // An object ready already is one, and so is one a job prepares: no need to ask.
+        // An object ready already is one, and so is one a job is hashing: no need to ask.
         let key = Self.objectKey(proxy)
         if node.registry.ready(key) != nil { return nil }
-        if let job = node.prepareQueue.job(of: key), !job.state.isFinished { return nil }
+        if let job = node.prepareQueue.job(of: key), !job.state.isFinished, job.bytesDone > 0 { return nil }  // its origin sent media
         let answer: OriginAnswer
         do { answer = try await origin.fetch(OriginFetch(url: proxy.origin.string, range: "bytes=0-4095")) } catch { throw error.failure }
         guard answer.status == 200 || answer.status == 206 else { return nil }  // the object's preparation reports it
@@ -228,13 +228,25 @@ extension GatewayResponder {
 
     /// A proxy URL for `url`: this gateway's proxy URL as it stands, or an origin URL under
     /// `xresid` (default: derived from its host and path).
-    static func proxyForPrepare(_ url: String, xresid: String?) throws(GatewayFailure) -> ProxyURL {
+    /// The path of an absolute URL (from its first `/` after the authority), or the URL itself
+    /// when it has no scheme.
+    static func urlPath(_ url: String) -> Substring {
+        guard let scheme = url.range(of: "://") else { return url[...] }
+        return url[scheme.upperBound...].firstIndex(of: "/").map { url[$0...] } ?? ""
+    }
+
+    static func proxyForPrepare(_ url: String, xresid: String?, publicPath: Substring = "") throws(GatewayFailure) -> ProxyURL {
         // A proxy URL's path starts with its VHOST (`http://gateway/hls.vod.p2p.com/…`, or the
-        // path alone); an origin URL may have one further on (`…/mirror/hls.vod.p2p.com/a.ts`),
-        // and is that origin's object, not another host's.
-        let scheme = url.range(of: "://")
-        let path = scheme.map { s in url[s.upperBound...].firstIndex(of: "/").map { url[$0...] } ?? "" } ?? url[...]
-        if ["/hls.vod.p2p.com/", "/xdfs.p2p.com/"].contains(where: { path.hasPrefix($0) }) {
+        // path alone), after the path of the gateway's public URL when it has one (a manifest's
+        // URLs under `--public-url https://edge/p2p`); an origin URL may have one further on
+        // (`…/mirror/hls.vod.p2p.com/a.ts`), and is that origin's object, not another host's.
+        let vhosts = ["/hls.vod.p2p.com/", "/xdfs.p2p.com/"]
+        var path = urlPath(url)
+        let prefix = publicPath.hasSuffix("/") ? publicPath.dropLast() : publicPath
+        if !prefix.isEmpty, path.hasPrefix(prefix), vhosts.contains(where: { path.dropFirst(prefix.count).hasPrefix($0) }) {
+            path = path.dropFirst(prefix.count)
+        }
+        if vhosts.contains(where: { path.hasPrefix($0) }) {
             var proxy: ProxyURL
             do { proxy = try ProxyURL(requestTarget: String(path)) } catch {
                 throw GatewayFailure(.badRequest, "url: \(error.message)")

@@ -76,7 +76,7 @@ extension GatewayResponder {
                 // than get a 403 that names a list this node's operator sees the host in.
                 if trackerRefusals.claim(proxy.origin.authority) {
                     logger.warning(
-                        "the tracker refuses an origin this node allows: its players are sent to the origin (allow the host at the tracker too)",
+                        "the tracker refuses an origin this node allows: its players are sent to the origin (see the reason; allow the host at the tracker too)",
                         metadata: ["origin": "\(proxy.origin.authority)", "reason": "\(answer.reason ?? "")"])
                 }
                 stats.countFallback(.checksumsNotReady)
@@ -146,6 +146,7 @@ extension GatewayResponder {
         }
         let (start, end) = (first, first + count)
         let startedAhead = started
+        let channel = Self.channel
         return Response(
             status: status, headers: headers,
             body: ResponseBody(contentLength: Int(count)) { writer in
@@ -170,11 +171,13 @@ extension GatewayResponder {
                 var batched = 0
                 var gathered = Delivery()
                 var unsettled = Delivery()
+                var writeFailed = false
                 func send() async throws {
                     guard !batch.isEmpty else { return }
                     do {
                         try await writer.write(contentsOf: batch)
                     } catch {
+                        writeFailed = true
                         self.giveBack(unsettled, key)
                         self.giveBack(gathered, key)
                         throw error
@@ -185,40 +188,67 @@ extension GatewayResponder {
                     batch.removeAll(keepingCapacity: true)
                     batched = 0
                 }
-                while offset < end {
-                    let index = layout.index(at: offset)
-                    let buffer: ByteBuffer
-                    if let n = next {
-                        buffer = n
-                        next = nil
-                    } else if let pending = ahead.removeValue(forKey: index) {
-                        try await send()
-                        fetchAhead(after: index)
-                        buffer = try await pending.value
-                    } else if let held = self.heldPiece(key, index, checksums: checksums) {
-                        self.node.served(key, index, checksums: checksums)
-                        buffer = held
-                    } else {
-                        try await send()
-                        fetchAhead(after: index)
-                        buffer = try await self.piece(key, index, checksums: checksums, url: url, deadline: deadline)
+                do {
+                    while offset < end {
+                        let index = layout.index(at: offset)
+                        let buffer: ByteBuffer
+                        if let n = next {
+                            buffer = n
+                            next = nil
+                        } else if let pending = ahead.removeValue(forKey: index) {
+                            try await send()
+                            fetchAhead(after: index)
+                            buffer = try await pending.value
+                        } else if let held = self.heldPiece(key, index, checksums: checksums) {
+                            self.node.served(key, index, checksums: checksums)
+                            buffer = held
+                        } else {
+                            try await send()
+                            fetchAhead(after: index)
+                            buffer = try await self.piece(key, index, checksums: checksums, url: url, deadline: deadline)
+                        }
+                        let skip = Int(offset - layout.offset(of: index))
+                        let take = Int(min(Int64(buffer.readableBytes - skip), end - offset))
+                        if batched >= Self.batchBytes { try await send() }
+                        batch.append(buffer.getSlice(at: buffer.readerIndex + skip, length: take)!)
+                        batched += take
+                        gathered.add(take, of: index, fetched: self.node.fetched.take(key, index, bytes: take))
+                        offset += Int64(take)
                     }
-                    let skip = Int(offset - layout.offset(of: index))
-                    let take = Int(min(Int64(buffer.readableBytes - skip), end - offset))
-                    if batched >= Self.batchBytes { try await send() }
-                    batch.append(buffer.getSlice(at: buffer.readerIndex + skip, length: take)!)
-                    batched += take
-                    gathered.add(take, of: index, fetched: self.node.fetched.take(key, index, bytes: take))
-                    offset += Int64(take)
+                    try await send()
+                } catch {
+                    // A piece the response could not get (the origin failed, or changed): what
+                    // the writer took counts, the fetched pieces gathered and not sent go back.
+                    if !writeFailed {
+                        self.settle(unsettled, xresid: xresid)
+                        self.giveBack(gathered, key)
+                    }
+                    throw error
                 }
-                try await send()
                 do {
                     try await writer.finish(nil)
                 } catch {
                     self.giveBack(unsettled, key)
                     throw error
                 }
-                self.settle(unsettled, xresid: xresid)
+                // The last write counts once the channel has handed it to the socket: the end
+                // is taken at once, and a response of one batch (most segments) was counted
+                // when queued, a player who left at once counted it all.
+                // A player reading on gets it within milliseconds (so a `/stat` it asks for next
+                // has it); a slow one's is settled later, a player's who left given back.
+                let last = unsettled
+                guard let channel else { return self.settle(last, xresid: xresid) }
+                switch await InFlightResponses.flushed(channel, within: .milliseconds(20), pause: .milliseconds(1)) {
+                case .sent: self.settle(last, xresid: xresid)
+                case .dropped: self.giveBack(last, key)
+                case .pending:
+                    Task {
+                        switch await InFlightResponses.flushed(channel, within: .seconds(60)) {
+                        case .dropped: self.giveBack(last, key)
+                        case .sent, .pending: self.settle(last, xresid: xresid)
+                        }
+                    }
+                }
             })
     }
 

@@ -41,13 +41,22 @@ public final class InFlightResponses: Sendable {
     /// Whether the stop has begun.
     public var isStopping: Bool { state.withLock { $0.stopping } }
 
-    /// Waits until `channel` buffers nothing more for its socket (or is closed), `limit` at most.
-    static func flushed(_ channel: any Channel, within limit: Duration) async {
+    /// What became of the bytes a channel buffered for its socket.
+    enum Flush { case sent, dropped, pending }
+
+    /// Waits until `channel` buffers nothing for its socket (`sent`), or closes with bytes
+    /// still buffered (`dropped`: they were never sent), `limit` at most (`pending`), asking
+    /// every `pause` at first, then less often.
+    static func flushed(_ channel: any Channel, within limit: Duration, pause first: Duration = .milliseconds(5)) async -> Flush {
         let end = ContinuousClock.now + limit
-        while channel.isActive, ContinuousClock.now < end,
-            let buffered = try? await channel.getOption(.bufferedWritableBytes).get(), buffered > 0
-        {
-            try? await Task.sleep(for: .milliseconds(10))
+        var pause = first
+        while true {
+            guard let buffered = try? await channel.getOption(.bufferedWritableBytes).get() else { return .dropped }
+            if buffered == 0 { return .sent }
+            guard channel.isActive else { return .dropped }
+            guard ContinuousClock.now < end else { return .pending }
+            try? await Task.sleep(for: pause)
+            pause = min(pause * 2, .milliseconds(100))
         }
     }
 

@@ -45,7 +45,9 @@ struct DeliveryCountingTests {
     /// A player who asks for a large object and reads nothing (a seek, an ABR switch, a hang)
     /// is counted nothing: a write counts once the one after it is taken, which is when it
     /// has gone to the socket. Each such request counted 4 MiB (a batch counted as written
-    /// once queued), and the pieces it took were then the node's for the next player.
+    /// once queued), and the pieces it took were then the node's for the next player. (What
+    /// the kernel's socket buffer takes counts as sent: on loopback it took a whole 2 MB
+    /// object from a reader with a 4 KiB window.)
     @Test func aPlayerWhoReadsNothingIsCountedNothing() async throws {
         let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }

@@ -61,6 +61,13 @@ struct PrepareRequestTests {
         #expect(twice.status == 400 && twice.text.contains("differs"), "\(twice.status) \(twice.text)")
         let same = try await HTTP.post("\(gateway)/prepare", json: "{\"url\":\"\(proxied)&xresid=one\",\"xresid\":\"one\"}")
         #expect(same.status == 202 && Self.json(same)["xresid"] as? String == "one", "\(same.text)")
+        // A proxy URL under a public URL with a path, as the gateway's manifests write them.
+        let (e, edgePort) = try await Live.gateway(["--allow-origin", host, "--public-url", "http://edge.example.net/p2p"])
+        defer { e.stop() }
+        let underPath = try await HTTP.post(
+            "http://127.0.0.1:\(edgePort)/prepare", json: "{\"url\":\"http://edge.example.net/p2p/hls.vod.p2p.com/\(host)/obj/edge.ts?size=1000&xresid=edge\"}")
+        #expect(underPath.status == 202, "\(underPath.status) \(underPath.text)")
+        #expect(Self.json(underPath)["objects"] as? [String] == [ObjectKey(xresid: "edge", host: host, path: "/obj/edge.ts").id], "\(underPath.text)")
     }
 
     /// An origin (or a balancer before it) that cuts every transfer after 300 kB: each cut is
@@ -80,6 +87,34 @@ struct PrepareRequestTests {
         #expect((counts["requests"] as? Int ?? 0) >= 10, "cut about ten times: \(counts)")
         let served = try await HTTP.get("\(gateway)/hls.vod.p2p.com/127.0.0.1:\(originPort)/bytes/3000000?cut=300000&key=cut")
         #expect(served.status == 200 && served.body == Data((0..<3_000_000).map { UInt8($0 % 251) }))
+    }
+
+    /// Cuts that gain nothing past the furthest point reached fail the job after four
+    /// retries, however far each one gets: an origin without a validator starts over at each
+    /// resume, and cuts landing now nearer, now further (here every other one) reset the count
+    /// each time they passed the one before, and the job was asked for again for ever.
+    @Test func cutsThatGainNothingPastTheFurthestFailTheJob() async throws {
+        let (origin, originPort) = try await Live.faultOrigin()
+        defer { origin.stop() }
+        let (g, port) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(originPort)"])
+        defer { g.stop() }
+        let gateway = "http://127.0.0.1:\(port)"
+        let url = "http://127.0.0.1:\(originPort)/bytes/3000000?cut=300000,600000&noetag=1&key=restarts"
+        let posted = try await HTTP.post("\(gateway)/prepare", json: "{\"url\":\"\(url)\"}")
+        let ids = try #require(Self.json(posted)["objects"] as? [String])
+        let body = "{\"ids\":[\"\(ids[0])\"]}"
+        var status: [String: Any] = [:]
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            status = Self.json(try await HTTP.post("\(gateway)/jobs/status", json: body))
+            if status["failed"] as? Int == 1 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(status["failed"] as? Int == 1, "\(status)")
+        let counts = Self.json(try await HTTP.get("http://127.0.0.1:\(originPort)/count/restarts"))
+        // The first answer gains a piece, the second a piece past it; four more gain nothing
+        // past the furthest, and the fifth failure fails the job.
+        #expect(counts["requests"] as? Int == 6, "\(counts)")
     }
 
     /// A job whose origin copy changed while it was paused starts over from the first byte,

@@ -11,7 +11,8 @@ Endpoints:
                      -suffix) gives 206 or 416; ETag "bytes-N"; If-None-Match gives 304;
                      ?nolength=1: no Content-Length, the body ends when the connection closes;
                      ?cut=B: each answer sends B bytes of its body at most, then closes (a
-                     balancer that cuts long transfers)
+                     balancer that cuts long transfers; B1,B2,...: the Nth answer for the key
+                     cuts at the Nth of them, cycling); ?noetag=1: no ETag (no validator)
   /flaky/KEY/N       the first N requests for KEY answer 500, the later ones 200 "ok"
   /reset             headers (Content-Length 100000) and 5000 bytes, then a TCP RST
                      (?fin=1: a clean close instead, i.e. a short body)
@@ -158,13 +159,20 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Connection", "close")
         else:
             self.send_header("Content-Length", str(last - first + 1))
-        self.send_header("ETag", etag)
+        if not self.query.get("noetag"):
+            self.send_header("ETag", etag)
         self.send_header("Accept-Ranges", "bytes")
         if r:
             self.send_header("Content-Range", "bytes %d-%d/%d" % (first, last, size))
         self.end_headers()
         offset = first
-        end = min(last, first + int(self.query["cut"]) - 1) if "cut" in self.query else last
+        if "cut" in self.query:
+            cuts = [int(c) for c in self.query["cut"].split(",")]
+            with LOCK:
+                nth = counter(self.key)["requests"] - 1
+            end = min(last, first + cuts[nth % len(cuts)] - 1)
+        else:
+            end = last
         while offset <= end:
             n = min(65536, end - offset + 1)
             self.send_body(pattern(offset, n))

@@ -11,6 +11,8 @@ public final class FetchedPieces: Sendable {
         var source: SwarmNode.FetchSource
         /// Bytes of the piece not yet counted as sent.
         var bytes: Int
+        /// The piece's bytes: what is given back never makes more unsent.
+        var size: Int
     }
 
     /// The pieces noted last (between `capacity / 2` and `capacity`): one fetched and never
@@ -33,7 +35,7 @@ public final class FetchedPieces: Sendable {
     /// A fetch again (the piece was evicted before all of it was sent) notes its own source.
     public func note(_ key: ObjectKey, _ index: Int, from source: SwarmNode.FetchSource, bytes: Int) {
         guard bytes > 0 else { return }
-        change { $0.put(Self.name(key, index), Unsent(source: source, bytes: bytes)) }
+        change { $0.put(Self.name(key, index), Unsent(source: source, bytes: bytes, size: bytes)) }
     }
 
     /// Takes up to `bytes` of piece `index`'s unsent bytes: where they came from and how many
@@ -52,7 +54,8 @@ public final class FetchedPieces: Sendable {
     /// Gives back what `take` took, for a write that did not reach the player.
     public func giveBack(_ key: ObjectKey, _ index: Int, from source: SwarmNode.FetchSource, bytes: Int) {
         guard bytes > 0 else { return }
-        change { $0.update(Self.name(key, index), make: { Unsent(source: source, bytes: 0) }) { $0.bytes += bytes } }
+        // A piece fetched again meanwhile was noted whole: it stays so.
+        change { $0.update(Self.name(key, index), make: { Unsent(source: source, bytes: 0, size: bytes) }) { $0.bytes = min($0.size, $0.bytes + bytes) } }
     }
 
     /// Changes the table under its lock, keeping `count` its size.

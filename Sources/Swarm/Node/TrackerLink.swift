@@ -53,8 +53,8 @@ public final class TrackerLink: Service, Sendable {
         /// When the tracker first refused this node's id as in use from another URL, since the
         /// last login (`peerIDInUse`).
         var inUseSince: ContinuousClock.Instant?
-        /// Why the tracker refused the last login (a wrong app id or secret, a clock far off),
-        /// until a login is taken.
+        /// Why the tracker refused the last login for a setting (a wrong app id or secret, a
+        /// clock far off, a bad peer URL), until a login is taken.
         var refusal: String?
     }
 
@@ -142,7 +142,12 @@ public final class TrackerLink: Service, Sendable {
                     if welcome.reason == LoginRefusal.peerInUse.rawValue {
                         self.peerIDInUse(heardAgo: welcome.heardAgo)
                     } else {
-                        self.state.withLock { $0.refusal = welcome.reason ?? "?" }
+                        // A setting to mend (the app id, the secret, the clock, the peer URL), not
+                        // a ban: a banned node still serves from its cache and the CDN.
+                        let settings: [LoginRefusal] = [.unknownApp, .badSignature, .stale, .badURL]
+                        if let reason = welcome.reason, settings.contains(where: { $0.rawValue == reason }) {
+                            self.state.withLock { $0.refusal = reason }
+                        }
                         self.logger.error("tracker refused the login", metadata: ["reason": "\(welcome.reason ?? "?")"])
                     }
                     return

@@ -78,15 +78,19 @@ struct Preparer: Sendable {
     ) async throws(Failure) -> Outcome {
         var job = start
         var bodyFailures = 0
-        var failedAt: Int64 = -1
+        var furthest: Int64 = 0
         var restarts = 0
         /// Whether to ask again after the body failed (`bodyRetries` times at most without a
-        /// piece gained between them), after a pause. Counted per job, an origin (or a balancer
-        /// before it) that cuts long transfers every few hundred megabytes failed every large
-        /// object after four cuts however far each got.
+        /// piece gained past the furthest one before), after a pause. Counted per job, an origin
+        /// (or a balancer before it) that cuts long transfers every few hundred megabytes failed
+        /// every large object after four cuts however far each got. Past the furthest point, not
+        /// the last cut's: a run that starts over each time (no validator) reaches about as far
+        /// each time, and would be asked again for ever.
         func retried(after error: Failure) async -> Bool {
-            if job.bytesDone > failedAt { bodyFailures = 0 }
-            failedAt = job.bytesDone
+            if job.bytesDone > furthest {
+                bodyFailures = 0
+                furthest = job.bytesDone
+            }
             bodyFailures += 1
             guard bodyFailures <= Self.bodyRetries, !Task.isCancelled else { return false }
             logger.info("origin failed mid-body; resuming", metadata: ["object": "\(job.key)", "at": "\(job.bytesDone)", "error": "\(error)"])
