@@ -146,7 +146,9 @@ extension GatewayResponder {
         }
         let (start, end) = (first, first + count)
         let startedAhead = started
-        let channel = Self.channel
+        // The last write is counted once its channel has handed it to the socket.
+        let responseEnd = Self.responseEnd
+        responseEnd?.expect()
         return Response(
             status: status, headers: headers,
             body: ResponseBody(contentLength: Int(count)) { writer in
@@ -234,20 +236,13 @@ extension GatewayResponder {
                 // The last write counts once the channel has handed it to the socket: the end
                 // is taken at once, and a response of one batch (most segments) was counted
                 // when queued, a player who left at once counted it all.
-                // A player reading on gets it within milliseconds (so a `/stat` it asks for next
-                // has it); a slow one's is settled later, a player's who left given back.
+                // The last write counts once its channel has handed it to the socket: the end
+                // is taken at once, and a response of one batch (most segments) was counted
+                // when queued, a player who left at once counted it all.
                 let last = unsettled
-                guard let channel else { return self.settle(last, xresid: xresid) }
-                switch await InFlightResponses.flushed(channel, within: .milliseconds(20), pause: .milliseconds(1)) {
-                case .sent: self.settle(last, xresid: xresid)
-                case .dropped: self.giveBack(last, key)
-                case .pending:
-                    Task {
-                        switch await InFlightResponses.flushed(channel, within: .seconds(60)) {
-                        case .dropped: self.giveBack(last, key)
-                        case .sent, .pending: self.settle(last, xresid: xresid)
-                        }
-                    }
+                guard let responseEnd else { return self.settle(last, xresid: xresid) }
+                responseEnd.whenSent { outcome in
+                    if outcome == .dropped { self.giveBack(last, key) } else { self.settle(last, xresid: xresid) }
                 }
             })
     }

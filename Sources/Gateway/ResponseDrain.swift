@@ -92,3 +92,32 @@ struct ResponseDrain: Service {
         }
     }
 }
+
+/// What becomes of a response's last bytes, for a body that counts them once they are sent:
+/// it asks to be watched (`expect`, while the response is made) and says what to do then
+/// (`whenSent`, once its writes are done); `GatewayResponder.respond` watches the channel.
+public final class ResponseEnd: Sendable {
+    private struct State {
+        var expected = false
+        var then: (@Sendable (InFlightResponses.Flush) -> Void)?
+    }
+
+    private let state = Mutex(State())
+
+    init() {}
+
+    /// Asks that the response's end be watched, whatever its size.
+    func expect() { state.withLock { $0.expected = true } }
+
+    var isExpected: Bool { state.withLock { $0.expected } }
+
+    /// What to do once the response's bytes have left its channel (`sent`), or the channel
+    /// closed without them (`dropped`); `pending`: still buffered after a minute.
+    func whenSent(_ then: @escaping @Sendable (InFlightResponses.Flush) -> Void) {
+        state.withLock { $0.then = then }
+    }
+
+    func finish(_ outcome: InFlightResponses.Flush) {
+        state.withLock { s in defer { s.then = nil }; return s.then }?(outcome)
+    }
+}
