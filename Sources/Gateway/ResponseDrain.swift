@@ -12,7 +12,19 @@ public final class InFlightResponses: Sendable {
     private struct State {
         var count = 0
         var stopping = false
+        /// The channels of the responses that ended last (weakly held), which may still buffer
+        /// their ends: a stop waits for those.
+        var ended: [WeakChannel?] = Array(repeating: nil, count: InFlightResponses.endedKept)
+        var next = 0
     }
+
+    /// A channel held weakly: a closed one is let go.
+    struct WeakChannel {
+        weak var channel: (any Channel)?
+    }
+
+    /// Channels of ended responses kept for a stop to look at.
+    static let endedKept = 4096
 
     private let state = Mutex(State())
 
@@ -38,6 +50,14 @@ public final class InFlightResponses: Sendable {
     /// Responses not yet done.
     public var count: Int { state.withLock { $0.count } }
 
+    /// Notes that a response on `channel` has been written (its channel may still buffer it).
+    func ended(on channel: any Channel) {
+        state.withLock { s in
+            s.ended[s.next] = WeakChannel(channel: channel)
+            s.next = (s.next + 1) % Self.endedKept
+        }
+    }
+
     /// Whether the stop has begun.
     public var isStopping: Bool { state.withLock { $0.stopping } }
 
@@ -60,15 +80,21 @@ public final class InFlightResponses: Sendable {
         }
     }
 
-    /// Marks the stop, then waits until no response is being sent, `limit` at most. Returns
-    /// how many were left.
+    /// Marks the stop, then waits until no response is being written and the channels of
+    /// those written have handed what they buffered to their sockets, `limit` at most.
+    /// Returns how many responses were left (being written, or buffered).
     func drain(within limit: Duration) async -> Int {
         state.withLock { $0.stopping = true }
         let end = ContinuousClock.now + limit
         while count > 0 && ContinuousClock.now < end {
             try? await Task.sleep(for: .milliseconds(20))
         }
-        return count
+        let written = state.withLock { s in s.ended.compactMap { $0?.channel }.filter(\.isActive) }
+        var left = count
+        for channel in written where await Self.flushed(channel, within: end - ContinuousClock.now) == .pending {
+            left += 1
+        }
+        return left
     }
 }
 
@@ -93,31 +119,3 @@ struct ResponseDrain: Service {
     }
 }
 
-/// What becomes of a response's last bytes, for a body that counts them once they are sent:
-/// it asks to be watched (`expect`, while the response is made) and says what to do then
-/// (`whenSent`, once its writes are done); `GatewayResponder.respond` watches the channel.
-public final class ResponseEnd: Sendable {
-    private struct State {
-        var expected = false
-        var then: (@Sendable (InFlightResponses.Flush) -> Void)?
-    }
-
-    private let state = Mutex(State())
-
-    init() {}
-
-    /// Asks that the response's end be watched, whatever its size.
-    func expect() { state.withLock { $0.expected = true } }
-
-    var isExpected: Bool { state.withLock { $0.expected } }
-
-    /// What to do once the response's bytes have left its channel (`sent`), or the channel
-    /// closed without them (`dropped`); `pending`: still buffered after a minute.
-    func whenSent(_ then: @escaping @Sendable (InFlightResponses.Flush) -> Void) {
-        state.withLock { $0.then = then }
-    }
-
-    func finish(_ outcome: InFlightResponses.Flush) {
-        state.withLock { s in defer { s.then = nil }; return s.then }?(outcome)
-    }
-}
