@@ -66,7 +66,8 @@ extension GatewayResponder {
             // there or told why not.
             switch answer.state {
             case .ready, .preparing, .unavailable:
-                stats.countFallback(.checksumsNotReady)
+                // A HEAD sends no player to the origin for bytes.
+                if method != .head { stats.countFallback(.checksumsNotReady) }
                 return checksumNotReady(proxy)
             case .status:
                 throw GatewayFailure.originAnswered(answer.status ?? 502)

@@ -82,6 +82,25 @@ struct DeliveryCountingTests {
         #expect(s.cdn == size, "the next player's bytes are the origin's, once: \(s)")
     }
 
+    /// A HEAD of an object not ready is its 302, but sends no player to the origin for
+    /// bytes: no fallback is counted (one was).
+    @Test func aHeadIsNoFallback() async throws {
+        let (origin, originPort) = try await Live.objectOrigin()
+        defer { origin.stop() }
+        let (g, port) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(originPort)"])
+        defer { g.stop() }
+        func fallbacks() async throws -> Int {
+            let json = try JSONSerialization.jsonObject(with: try await HTTP.get("http://127.0.0.1:\(port)/stat").body) as? [String: Any]
+            return (json?["fallbacks"] as? [String: Any])?["checksums_not_ready"] as? Int ?? -1
+        }
+        let url = "http://127.0.0.1:\(port)/hls.vod.p2p.com/127.0.0.1:\(originPort)/obj/headed.ts?size=100000&throttle=20000"
+        let head = try await HTTP.get(url, method: "HEAD")
+        #expect(head.status == 302, "\(head.status)")
+        #expect(try await fallbacks() == 0)
+        #expect(try await HTTP.get(url).status == 302)
+        #expect(try await fallbacks() == 1, "a GET's is counted")
+    }
+
     /// A playlist counts the bytes its player gets (the rewritten list), and a HEAD none: it
     /// counted the origin's body, before the rewrite, for HEAD too.
     @Test func aPlaylistCountsWhatItsPlayerGets() async throws {

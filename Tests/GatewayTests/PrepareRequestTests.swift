@@ -127,11 +127,12 @@ struct PrepareRequestTests {
         let (g, port) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(originPort)"])
         defer { g.stop() }
         let gateway = "http://127.0.0.1:\(port)"
-        let url = "http://127.0.0.1:\(originPort)/obj/changing.mp4?size=1500000&throttle=1000000"
+        let url = "http://127.0.0.1:\(originPort)/obj/changing.mp4?size=1500000&throttle=300000"
         let posted = try await HTTP.post("\(gateway)/prepare", json: "{\"url\":\"\(url)\"}")
         let job = try #require(Self.json(posted)["job"] as? [String: Any])
         let id = try #require(job["id"] as? String)
-        // Paused with a few pieces held, the origin's copy replaced, resumed.
+        // Paused with a few pieces held (at 300 kB/s, from the second to the fifth), the
+        // origin's copy replaced, resumed.
         var done = 0
         let deadline = ContinuousClock.now + .seconds(20)
         while done < 2 * 262_144 && ContinuousClock.now < deadline {
@@ -142,7 +143,7 @@ struct PrepareRequestTests {
         _ = try await HTTP.get("http://127.0.0.1:\(originPort)/__version?name=changing.mp4&bump=1")
         #expect(try await HTTP.post("\(gateway)/jobs/\(id)/resume", json: "").status == 200)
         try await Self.done(gateway, try #require(Self.json(posted)["objects"] as? [String]))
-        let served = try await HTTP.get("\(gateway)/hls.vod.p2p.com/127.0.0.1:\(originPort)/obj/changing.mp4?size=1500000&throttle=1000000")
+        let served = try await HTTP.get("\(gateway)/hls.vod.p2p.com/127.0.0.1:\(originPort)/obj/changing.mp4?size=1500000&throttle=300000")
         let now = try await HTTP.get("http://127.0.0.1:\(originPort)/obj/changing.mp4?size=1500000")
         #expect(served.status == 200 && served.body == now.body, "the origin's copy now")
         let stat = Self.json(try await HTTP.get("\(gateway)/stat"))
