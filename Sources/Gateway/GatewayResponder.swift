@@ -101,30 +101,17 @@ public final class GatewayResponder: HTTPResponder {
     /// The tracker this process runs (embedded, or as `swarmgate tracker`).
     public func attach(_ tracker: SwarmTracker) { self.tracker.withLock { $0 = tracker } }
 
-    /// Answers `request`. A body that is not small holds a token of `inFlight` while it is
-    /// written, and leaves its channel with `inFlight` once it has been, so that a stop lets
-    /// it end, and its channel hand on what it still buffers (`ResponseDrain`).
+    /// Answers `request`. The response holds a token of `inFlight` while it is made; a body
+    /// that streams captures it (`sending`) and holds it while it is sent, so that a stop lets
+    /// it end, and its channel hand on what it still buffers (`ResponseDrain`). (A wrapper
+    /// around every large body cost 11 KB per slow connection; watching each channel until it
+    /// had handed everything on cost the cached-object benchmark 8%.)
     public func respond(to request: Request, context: Context) async throws -> Response {
-        let token = inFlight.begin()
-        var response = try await answer(request, context: context)
-        let body = response.body
-        guard (body.contentLength ?? Int.max) > Self.smallBody else { return response }
-        let inFlight = inFlight
-        response.body = ResponseBody(contentLength: body.contentLength) { writer in
-            try await body.write(writer)
-            // A stop closes a connection whose response has ended at once, and what its channel
-            // still held (a batch of pieces, to a slow reader) was dropped: a stop waits for it.
-            // (Watching each channel until it had handed everything on cost the cached-object
-            // benchmark 8%: the channels are looked at only when a stop comes.)
-            inFlight.ended(on: context.channel)
-            withExtendedLifetime(token) {}
-        }
-        return response
+        try await Self.$sending.withValue(inFlight.begin(on: context.channel)) { try await answer(request, context: context) }
     }
 
-    /// A body the server hands the socket at once (its channel's writability mark): it needs
-    /// no token.
-    static let smallBody = 64 << 10
+    /// The in-flight token of the response being made, for a body that streams to hold.
+    @TaskLocal static var sending: InFlightResponses.Token?
 
     func answer(_ request: Request, context: Context) async throws -> Response {
         let start = ContinuousClock.now
@@ -636,12 +623,14 @@ public final class GatewayResponder: HTTPResponder {
         // Counted as the bytes the player gets (the rewritten list), once they are sent: a
         // rewrite that failed, or a player who left during a live hold, got none.
         let (stats, xresid, source) = (stats, proxy.xresid.value, answer.servedBefore ? TrafficStats.Source.cache : .cdn)
+        let sending = Self.sending  // held while sent: a stop lets it end
         return Response(
             status: .ok, headers: headers,
             body: ResponseBody(contentLength: output.count) { writer in
                 try await writer.write(ByteBuffer(bytes: output))
                 try await writer.finish(nil)
                 stats.add(output.count, from: source, xresid: xresid)
+                withExtendedLifetime(sending) {}
             })
     }
 
@@ -1007,9 +996,11 @@ public final class GatewayResponder: HTTPResponder {
         let contentLength = limit.map { Int($0) }
         let startSkip = skip
         let startLimit = limit
+        let sending = Self.sending  // held while sent: a stop lets it end
         return Response(
             status: status, headers: headers,
             body: ResponseBody(contentLength: contentLength) { writer in
+                defer { withExtendedLifetime(sending) {} }
                 var toSkip = startSkip
                 var left = startLimit ?? .max
                 func send(_ chunk: [UInt8]) async throws -> Bool {

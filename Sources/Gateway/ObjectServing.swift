@@ -147,9 +147,11 @@ extension GatewayResponder {
         }
         let (start, end) = (first, first + count)
         let startedAhead = started
+        let sending = Self.sending  // held while sent: a stop lets it end
         return Response(
             status: status, headers: headers,
             body: ResponseBody(contentLength: Int(count)) { writer in
+                defer { withExtendedLifetime(sending) {} }
                 var offset = start
                 var next: ByteBuffer? = firstPiece
                 // Missing pieces ahead of the one being sent, fetched at once.

@@ -28,12 +28,14 @@ extension GatewayResponder {
         guard request.method == .get else { return Response(status: .ok, headers: headers, body: .init()) }
         // Counted as uploaded once sent: an asker that gave up at its deadline got nothing.
         let (stats, xresid) = (stats, info.key.xresid)
+        let sending = Self.sending  // held while sent: a stop lets it end
         return Response(
             status: .ok, headers: headers,
             body: ResponseBody(contentLength: buffer.readableBytes) { writer in
                 try await writer.write(buffer)
                 try await writer.finish(nil)
                 stats.addUpload(buffer.readableBytes, xresid: xresid)
+                withExtendedLifetime(sending) {}
             })
     }
 }

@@ -30,33 +30,39 @@ public final class InFlightResponses: Sendable {
 
     public init() {}
 
-    /// Held by a response while it is sent: released (with the body that holds it) once the
-    /// server is done with the response, sent or not.
+    /// Held by a response while it is made and sent: a body that streams captures it
+    /// (`GatewayResponder.sending`), and it is released with the body once the server is done
+    /// with it, sent or not; its channel is then kept for a stop to look at (it may still
+    /// buffer the response's end).
     public final class Token: Sendable {
         private let owner: InFlightResponses
+        private let channel: (any Channel)?
 
-        fileprivate init(_ owner: InFlightResponses) { self.owner = owner }
+        fileprivate init(_ owner: InFlightResponses, _ channel: (any Channel)?) {
+            self.owner = owner
+            self.channel = channel
+        }
 
-        deinit { owner.state.withLock { $0.count -= 1 } }
+        deinit {
+            let channel = channel
+            owner.state.withLock { s in
+                s.count -= 1
+                guard let channel else { return }
+                s.ended[s.next] = WeakChannel(channel: channel)
+                s.next = (s.next + 1) % InFlightResponses.endedKept
+            }
+        }
     }
 
-    /// A token for a response that begins now (during a stop too: the server still answers
-    /// until the responses end, and one it began would be cut as the others were).
-    public func begin() -> Token {
+    /// A token for a response that begins now on `channel` (during a stop too: the server
+    /// still answers until the responses end, and one it began would be cut as the others were).
+    public func begin(on channel: (any Channel)?) -> Token {
         state.withLock { $0.count += 1 }
-        return Token(self)
+        return Token(self, channel)
     }
 
     /// Responses not yet done.
     public var count: Int { state.withLock { $0.count } }
-
-    /// Notes that a response on `channel` has been written (its channel may still buffer it).
-    func ended(on channel: any Channel) {
-        state.withLock { s in
-            s.ended[s.next] = WeakChannel(channel: channel)
-            s.next = (s.next + 1) % Self.endedKept
-        }
-    }
 
     /// Whether the stop has begun.
     public var isStopping: Bool { state.withLock { $0.stopping } }
