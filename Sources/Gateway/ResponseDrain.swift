@@ -116,8 +116,8 @@ struct ResponseDrain: Service {
         // Returns at the stop (or throws when the group is cancelled: nothing to wait for).
         try await gracefulShutdown()
         let waiting = responses.count
-        guard waiting > 0 else { return }
-        logger.info("stopping: letting the responses in flight end", metadata: ["responses": "\(waiting)"])
+        if waiting > 0 { logger.info("stopping: letting the responses in flight end", metadata: ["responses": "\(waiting)"]) }
+        // With none in flight too: one that ended just before may still be in its channel.
         let left = await responses.drain(within: limit)
         if left > 0 {
             logger.warning("stopping with responses still in flight", metadata: ["responses": "\(left)", "waited": "\(limit)"])
