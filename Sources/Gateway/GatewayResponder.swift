@@ -260,11 +260,11 @@ public final class GatewayResponder: HTTPResponder {
         if !Self.isWritableDirectory(configuration.cacheDirectory) { failing.append("cache directory not writable") }
         if node.store.indexIsFailing { failing.append("piece index not written (see the log)") }
         do { try node.registry.ping() } catch { failing.append("registry not reachable: \(error)") }
+        // A stop under way lets its responses end: a balancer sends the next ones elsewhere.
+        if inFlight.isStopping { failing.append("stopping") }
         // A tracker that refuses this node's login (a wrong app id or secret) is a setting to
         // mend; one that is away is not (the node serves from its cache and the CDN meanwhile,
         // and every node failing its check at once would take the service down with it).
-        // A stop under way lets its responses end: a balancer sends the next ones elsewhere.
-        if inFlight.isStopping { failing.append("stopping") }
         if let refusal = node.link?.loginRefusal { failing.append("the tracker refuses this node's login: \(refusal) (check the app id and secret)") }
         if failing.isEmpty {
             return JSONBody.response([("status", .string("ready"))])
@@ -417,12 +417,15 @@ public final class GatewayResponder: HTTPResponder {
     }
 
     /// A manifest's whole body (after `head`, the bytes already read), up to the size cap.
-    /// Its bytes count against `manifestMemory` while it is read: past it, 503.
-    /// The manifest's whole body: `--max-object-size`-free, 16 MiB at most, and whole within
-    /// `limit` (by default three `--origin-idle-timeout`s: an origin that sent a byte within
-    /// each held the request, and every player of the list that joined it, without end).
-    func collectManifest(_ answer: OriginAnswer, head: [UInt8] = [], within given: Duration? = nil) async throws(GatewayFailure) -> [UInt8] {
-        let limit = given ?? configuration.originIdleTimeout * 3
+    /// Its bytes count against `manifestMemory` while it is read: past it, 503. From an
+    /// origin, it is whole within `limit` (left out: three `--origin-idle-timeout`s; `.some(nil)`:
+    /// no limit): an origin that sent a byte within each held the request, and every player
+    /// of the list that joined it, without end. Bytes a shared fetch read already are taken as
+    /// they are.
+    func collectManifest(_ answer: OriginAnswer, head: [UInt8] = [], within limit: Duration?? = .none) async throws(GatewayFailure) -> [UInt8] {
+        guard !answer.bodyInMemory, let limit = limit ?? configuration.originIdleTimeout * 3 else {
+            return try await collectManifestBody(answer, head: head)
+        }
         let collected = await SwarmNode.cancelling(after: limit) { [self] () async -> Result<[UInt8], GatewayFailure> in
             do throws(GatewayFailure) { return .success(try await collectManifestBody(answer, head: head)) } catch { return .failure(error) }
         }
@@ -743,7 +746,8 @@ public final class GatewayResponder: HTTPResponder {
             do throws(OriginFetchError) { answer = try await origin.fetch(fetch) } catch { return .failure(error.failure) }
             do throws(GatewayFailure) {
                 // A blocking reload's body may come as slowly as its origin holds it.
-                let body = try await collectManifest(answer, within: longPoll ? .seconds(86_400) : (idleTimeout ?? configuration.originIdleTimeout) * 3)
+                let limit: Duration? = longPoll ? nil : (idleTimeout ?? configuration.originIdleTimeout) * 3
+                let body = try await collectManifest(answer, within: .some(limit))
                 return .success(CollectedAnswer(status: answer.status, headers: answer.headers, effectiveURL: answer.effectiveURL, body: body))
             } catch {
                 return .failure(error)
@@ -757,6 +761,7 @@ public final class GatewayResponder: HTTPResponder {
                 c.finish()
             })
         answer.servedBefore = !shared.firstServed.claim()
+        answer.bodyInMemory = true
         return answer
     }
 

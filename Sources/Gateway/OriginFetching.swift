@@ -39,6 +39,9 @@ public struct OriginAnswer: Sendable {
     /// Another request was given this same answer of the origin's already (a fetch that
     /// several requests share): its bytes count as cache, not as the CDN's again.
     public var servedBefore = false
+    /// The body is bytes already read (a shared fetch's, collected once): reading it has no
+    /// origin to wait for.
+    public var bodyInMemory = false
 
     public init(status: Int, headers: [(name: String, value: String)], effectiveURL: String, body: AsyncThrowingStream<[UInt8], any Error>) {
         self.status = status

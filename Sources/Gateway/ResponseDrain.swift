@@ -67,23 +67,17 @@ public final class InFlightResponses: Sendable {
     /// Whether the stop has begun.
     public var isStopping: Bool { state.withLock { $0.stopping } }
 
-    /// What became of the bytes a channel buffered for its socket.
-    enum Flush { case sent, dropped, pending }
-
-    /// Waits until `channel` buffers nothing for its socket (`sent`), or closes with bytes
-    /// still buffered (`dropped`: they were never sent), `limit` at most (`pending`), asking
-    /// every `pause` at first, then less often.
-    static func flushed(_ channel: any Channel, within limit: Duration, pause first: Duration = .milliseconds(5)) async -> Flush {
+    /// Waits until `channel` buffers nothing for its socket, or is closed, `limit` at most:
+    /// whether it still buffers bytes then.
+    static func stillBuffers(_ channel: any Channel, after limit: Duration) async -> Bool {
         let end = ContinuousClock.now + limit
-        var pause = first
-        while true {
-            guard let buffered = try? await channel.getOption(.bufferedWritableBytes).get() else { return .dropped }
-            if buffered == 0 { return .sent }
-            guard channel.isActive else { return .dropped }
-            guard ContinuousClock.now < end else { return .pending }
+        var pause = Duration.milliseconds(5)
+        while let buffered = try? await channel.getOption(.bufferedWritableBytes).get(), buffered > 0, channel.isActive {
+            guard ContinuousClock.now < end else { return true }
             try? await Task.sleep(for: pause)
             pause = min(pause * 2, .milliseconds(100))
         }
+        return false
     }
 
     /// Marks the stop, then waits until no response is being written and the channels of
@@ -97,7 +91,7 @@ public final class InFlightResponses: Sendable {
         }
         let written = state.withLock { s in s.ended.compactMap { $0?.channel }.filter(\.isActive) }
         var left = count
-        for channel in written where await Self.flushed(channel, within: end - ContinuousClock.now) == .pending {
+        for channel in written where await Self.stillBuffers(channel, after: end - ContinuousClock.now) {
             left += 1
         }
         return left

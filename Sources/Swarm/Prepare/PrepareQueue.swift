@@ -471,10 +471,10 @@ public final class PrepareQueue: Service, Sendable {
         for c in waiters { c.resume() }
         if task == nil { stopWaitingForHead(id) }
         task?.cancel()
-        // Its pieces go with its progress: now, when no run writes them (a running job's go
-        // when its run has stopped).
-        if let job, cancelled, task == nil { preparer.store.remove(job.key) }
         if let job, cancelled {
+            // Its pieces go with its progress: now, when no run writes them (a running job's
+            // go when its run has stopped).
+            if task == nil { preparer.store.remove(job.key) }
             save([job.id])
             markObjects([job.id])
             settled(id)
