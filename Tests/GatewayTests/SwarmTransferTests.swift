@@ -1251,7 +1251,8 @@ final class SwarmTransferTests {
     func aLyingPeerIsDroppedReportedAndBannedWhilePlayersGetCorrectBytes(liarPath: String) async throws {
         let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }
-        let (t, trackerPort) = try await tracker(dir: Live.cacheFolder(), originPort: originPort)
+        let dir = Live.cacheFolder()
+        let (t, trackerPort) = try await tracker(dir: dir, originPort: originPort)
         defer { t.stop() }
         let segments = 6
         let (seeder, seederPort) = try await node(trackerPort: trackerPort, originPort: originPort)
@@ -1281,10 +1282,21 @@ final class SwarmTransferTests {
             peers = try await HTTP.get("http://127.0.0.1:\(trackerPort)/peers")
         }
         #expect(!peers.text.contains("liar"), "\(peers.text)")
-        #expect(t.stderr.contains("bad piece confirmed"))
+        _ = try await t.waitForStderr(#/(banned=until)[^\n]*bad piece confirmed/#)
         let again = try await WSExchange.run(ws, send: [.login(LoginProof.sign(appID: "swarmgate", peerID: "liar", secret: Self.secret), url: "http://x")], replies: 1)
         #expect(again.first?.type == "refused" && again.first?.reason?.contains("banned") == true)
         #expect(t.stderr.contains("bad piece reported"))
+        // The ban is in the tracker's database: a restarted tracker refuses the liar too,
+        // and still lets an honest peer in.
+        t.stop()
+        let (restarted, restartedPort) = try await tracker(dir: dir, originPort: originPort)
+        defer { restarted.stop() }
+        let restartedWS = "ws://127.0.0.1:\(restartedPort)/swarm/v1/ws"
+        for (peer, answer) in [("liar", "refused"), ("honest", "welcome")] {
+            let login = try await WSExchange.run(
+                restartedWS, send: [.login(LoginProof.sign(appID: "swarmgate", peerID: peer, secret: Self.secret), url: "http://x")], replies: 1)
+            #expect(login.first?.type == answer, "\(peer): \(login)")
+        }
     }
 
     /// A report is no proof: the tracker asks the reported peer for the piece itself, as the

@@ -3,6 +3,7 @@ import Logging
 import PieceStore
 @testable import Swarm
 import Synchronization
+import TestScratch
 import Testing
 
 /// The tracker's sessions driven through its transport-neutral `serve`, as a WebSocket would.
@@ -52,6 +53,32 @@ struct TrackerSessionTests {
         #expect(tracker.peerIDs.isEmpty)
         let (ok, _) = try await open(tracker, peer: "plain")
         #expect(ok.sent.withLock { $0.first?.type } == "welcome")
+    }
+
+    /// Bans are kept in the tracker's SQLite file: a tracker started on it refuses a peer whose
+    /// ban has not run out, lets in one whose ban has, and forgets offences older than a ban
+    /// lasts (what `audit` counts from). A restart used to forget every ban.
+    @Test func aBanOutlivesARestartUntilItRunsOut() async throws {
+        let path = Scratch.path("offences", suffix: ".sqlite")
+        let hour: TimeInterval = 3600
+        do {
+            let storage = try SQLiteRegistryStorage(path: path)
+            try storage.record(PeerOffences(count: 3, last: Date(), bannedUntil: Date().addingTimeInterval(hour)), for: "still-banned")
+            try storage.record(PeerOffences(count: 3, last: Date(), bannedUntil: Date().addingTimeInterval(-1)), for: "ban-over")
+            try storage.record(PeerOffences(count: 2, last: Date().addingTimeInterval(-2 * hour)), for: "old-offences")
+            try storage.record(PeerOffences(count: 2, last: Date()), for: "recent-offences")
+            try storage.record(PeerOffences(count: 1, last: Date()), for: "forgiven")
+            try storage.record(nil, for: "forgiven")
+        }
+        let storage = try SQLiteRegistryStorage(path: path)
+        #expect(Set(try storage.offences().keys) == ["still-banned", "ban-over", "old-offences", "recent-offences"])
+        let tracker = SwarmTracker(appID: "app", secret: Self.secret, banTime: .seconds(3600), offenceLog: storage, logger: Logger(label: "test"))
+        for (peer, answer) in [("still-banned", "refused"), ("ban-over", "welcome"), ("old-offences", "welcome")] {
+            let (c, _) = try await open(tracker, peer: peer)
+            #expect(c.sent.withLock { $0.first?.type } == answer, "\(peer)")
+            #expect(c.sent.withLock { $0.first?.reason } == (answer == "refused" ? LoginRefusal.banned.rawValue : nil), "\(peer)")
+        }
+        #expect(Set(tracker.offenceRecords.keys) == ["still-banned", "recent-offences"], "what no longer counts is not kept")
     }
 
     @Test func anExpiredSessionIsEndedAtItsNextMessage() async throws {

@@ -23,8 +23,8 @@ public final class SwarmTracker: Sendable {
 
     struct State {
         var sessions: [String: Session] = [:]
-        /// Bad pieces proven against each peer by an audit.
-        var offences: [String: Int] = [:]
+        /// What audits proved against each peer, and bans (`OffenceLog` keeps them).
+        var offences: [String: PeerOffences] = [:]
         /// When each (reporter, holder, object) was last audited.
         var audited: [String: ContinuousClock.Instant] = [:]
         /// Audits waiting or running, by reporter.
@@ -35,7 +35,6 @@ public final class SwarmTracker: Sendable {
         /// Copies the registry dropped lately, by object: a node that announces one of them
         /// is told (it may hold that copy, having been away when the others were told).
         var droppedCopies: [String: (copies: [String], at: ContinuousClock.Instant)] = [:]
-        var banned: Set<String> = []
         var nextConnection: UInt64 = 0
         /// Objects announced, over every session: what `maxAnnouncedObjects` bounds.
         var announced = 0
@@ -44,6 +43,10 @@ public final class SwarmTracker: Sendable {
         mutating func setSession(_ peer: String, _ session: Session?) {
             announced += (session?.objects.count ?? 0) - (sessions[peer]?.objects.count ?? 0)
             sessions[peer] = session
+        }
+
+        func isBanned(_ peer: String, at now: Date) -> Bool {
+            offences[peer]?.bannedUntil.map { $0 > now } ?? false
         }
 
         /// Changes, in place, what the session of `peer` holds, keeping `announced` the sum.
@@ -57,8 +60,10 @@ public final class SwarmTracker: Sendable {
     public let heartbeat: Duration
     /// Peers in one answer to a want.
     public let peersPerWant: Int
-    /// Reports of bad pieces after which a peer is banned.
+    /// Bad pieces proven within `banTime` after which a peer is banned, for `banTime`.
     public let banAfter: Int
+    /// How long a ban lasts, and how long a proven bad piece counts towards one.
+    public let banTime: Duration
     /// Messages a connection may send per second (burst twice that) before it is closed.
     public let messagesPerSecond: Double
     /// Bytes of messages a connection may send per second, past a burst of eight times that:
@@ -86,6 +91,8 @@ public final class SwarmTracker: Sendable {
     /// An unasked message left out: too many of them wait for the node already.
     struct Unsent: Error {}
     let verifier: LoginVerifier
+    /// Where offences and bans are kept across restarts (none: in memory only).
+    private let offenceLog: (any OffenceLog)?
     let secret: String
     /// The checksum registry and the first seed: the node the tracker runs in.
     let host: (any TrackerHost)?
@@ -109,10 +116,21 @@ public final class SwarmTracker: Sendable {
 
     public init(
         appID: String, secret: String, heartbeat: Duration = .seconds(10), peersPerWant: Int = 5, banAfter: Int = 3,
+        banTime: Duration = .seconds(86_400),
         messagesPerSecond: Double = 500, bytesPerSecond: Double = 8_388_608, maxObjectsPerSession: Int = 1_000_000,
         maxAnnouncedObjects: Int = 40_000_000, maxWaitingSums: Int = 1024, maxUnaskedBytes: Int = 8 << 20, host: (any TrackerHost)? = nil,
-        nonceLog: (any NonceLog)? = nil, logger: Logger
+        nonceLog: (any NonceLog)? = nil, offenceLog: (any OffenceLog)? = nil, logger: Logger
     ) {
+        self.banTime = banTime
+        self.offenceLog = offenceLog
+        do {
+            let now = Date(), memory = Double(banTime.milliseconds) / 1000
+            let kept = try offenceLog?.offences().filter { $0.value.matters(at: now, memory: memory) } ?? [:]
+            state.withLock { $0.offences = kept }
+        } catch {
+            // The tracker still works; only what was proven before this start is not known.
+            logger.warning("cannot read the peers' offences: bans from before this start are not kept", metadata: ["error": "\(error)"])
+        }
         self.maxUnaskedBytes = maxUnaskedBytes
         self.maxObjectsPerSession = maxObjectsPerSession
         self.maxAnnouncedObjects = maxAnnouncedObjects
@@ -301,7 +319,7 @@ public final class SwarmTracker: Sendable {
             return .failure(error)
         }
         guard Self.isPeerURL(url) else { return .failure(.badURL) }
-        if state.withLock({ $0.banned.contains(peer) }) { return .failure(.banned) }
+        if state.withLock({ $0.isBanned(peer, at: Date()) }) { return .failure(.banned) }
         // The seed's id (a node's cache folder copied from the node that runs this tracker)
         // is always in use.
         if let host, peer == host.seedPeerID { return .failure(.peerInUse) }
@@ -572,12 +590,12 @@ public final class SwarmTracker: Sendable {
     /// Up to `peersPerWant` holders of `object` other than `requester`, least handed out first.
     func peers(holding object: String, for requester: String) -> [SwarmPeer] {
         let expiry = Int64(Date().timeIntervalSince1970) + 60
-        let now = ContinuousClock.now
+        let now = ContinuousClock.now, date = Date()
         let held = HeldID(object)
         let chosen = state.withLock { s -> [(String, String)] in
             guard let held else { return [] }
             let holders = s.sessions.filter { id, session in
-                id != requester && !s.banned.contains(id) && session.objects.contains(held)
+                id != requester && !s.isBanned(id, at: date) && session.objects.contains(held)
                     && s.suspended[Self.suspensionKey(id, object)].map { now - $0.since >= Self.maxSuspension } ?? true
             }
                 .sorted { ($0.value.handouts, $0.key) < ($1.value.handouts, $1.key) }
@@ -662,7 +680,8 @@ public final class SwarmTracker: Sendable {
 
     /// Asks the holder a report names for the piece, as the reporter did, and holds bad bytes
     /// against it: it no longer counts as holding the object, and after `banAfter` proven
-    /// bad pieces it is banned (dropped now, refused at login).
+    /// bad pieces within `banTime` it is banned for `banTime` (dropped now, refused at login,
+    /// across restarts of a tracker with an `OffenceLog`).
     private func audit(_ report: Report, host: any TrackerHost) async {
         let expiry = Int64(Date().timeIntervalSince1970) + 60
         let token = PieceToken(requester: report.reporter, holder: report.holder, objectID: report.object, expiry: expiry).encoded(secret: secret)
@@ -671,15 +690,26 @@ public final class SwarmTracker: Sendable {
         var metadata: Logger.Metadata = ["peer": "\(report.holder)", "object": "\(report.object)", "piece": "\(report.piece)", "by": "\(report.reporter)"]
         switch verdict {
         case .bad(let why):
-            let banned = state.withLock { s -> Bool in
-                s.offences[report.holder, default: 0] += 1
-                guard s.offences[report.holder]! >= banAfter else { return false }
-                s.banned.insert(report.holder)
-                s.setSession(report.holder, nil)
-                return true
+            let now = Date(), memory = Double(banTime.milliseconds) / 1000
+            let record = state.withLock { s -> PeerOffences in
+                var r = s.offences[report.holder].flatMap { $0.matters(at: now, memory: memory) ? $0 : nil } ?? PeerOffences(count: 0, last: now)
+                r.count += 1
+                r.last = now
+                if r.count >= banAfter {
+                    r.bannedUntil = now.addingTimeInterval(memory)
+                    s.setSession(report.holder, nil)
+                }
+                s.offences[report.holder] = r
+                return r
+            }
+            do {
+                try offenceLog?.record(record, for: report.holder)
+            } catch {
+                logger.warning("cannot keep a peer's offences: a restart forgets them", metadata: ["peer": "\(report.holder)", "error": "\(error)"])
             }
             metadata["why"] = "\(why)"
-            metadata["banned"] = "\(banned)"
+            metadata["offences"] = "\(record.count)"
+            metadata["banned"] = "\(record.bannedUntil.map { "until \(ISO8601DateFormatter().string(from: $0))" } ?? "no")"
             logger.warning("bad piece confirmed", metadata: metadata)
         case .intact:
             logger.warning("bad piece not confirmed: the peer sent the piece intact", metadata: metadata)
@@ -688,6 +718,9 @@ public final class SwarmTracker: Sendable {
             logger.info("bad piece report left open", metadata: metadata)
         }
     }
+
+    /// What audits proved against peers and still counts, by peer.
+    var offenceRecords: [String: PeerOffences] { state.withLock { $0.offences } }
 
     /// Ends sessions silent for three heartbeats (their connections end on their next message).
     /// Each as `setSession` ends it: its objects leave the count of all sessions' (a filter of

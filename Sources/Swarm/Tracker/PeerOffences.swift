@@ -1,0 +1,33 @@
+import Foundation
+
+/// What the tracker proved against a peer: bad pieces its audits confirmed, the last one's
+/// time, and until when the peer is banned (nil: not banned).
+public struct PeerOffences: Sendable, Equatable {
+    public var count: Int
+    public var last: Date
+    public var bannedUntil: Date?
+
+    public init(count: Int, last: Date, bannedUntil: Date? = nil) {
+        self.count = count
+        self.last = last
+        self.bannedUntil = bannedUntil
+    }
+
+    /// Whether the record still says something at `now`: a ban that has not run out, or an
+    /// offence within `memory` (older ones are forgotten, so that a peer is banned for
+    /// `banAfter` bad pieces within that time, not over its whole life).
+    func matters(at now: Date, memory: TimeInterval) -> Bool {
+        if let bannedUntil, bannedUntil > now { return true }
+        return bannedUntil == nil && now.timeIntervalSince(last) < memory
+    }
+}
+
+/// Where a tracker keeps what it proved against peers, so that a restart does not hand a
+/// banned peer out again (a node whose disk rots keeps its peer id across the restart and
+/// would be asked again, and a liar would need no new id).
+public protocol OffenceLog: Sendable {
+    /// Every peer's record.
+    func offences() throws -> [String: PeerOffences]
+    /// Keeps `record` for `peer` (nil: forgets the peer).
+    func record(_ record: PeerOffences?, for peer: String) throws
+}
