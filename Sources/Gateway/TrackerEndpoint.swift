@@ -131,7 +131,9 @@ final class LoginGate: Sendable {
 
 /// A signalling connection's text messages: the first (the login, from anyone) of
 /// `SwarmMessage.maxLoginSize` at most, the others of `SwarmMessage.maxTrackerMessageSize`.
-/// A first message that is not text is handed on empty, which no login is.
+/// A first message that is not text is handed on empty, which no login is; a later one ends
+/// the connection (`SignallingFault`): binary messages were skipped here, before the tracker's
+/// rate limits saw them, and one node sent 465 MB a second of them at a core's cost.
 struct SignallingMessages: AsyncSequence, Sendable {
     typealias Element = String
     let inbound: WebSocketInboundStream
@@ -163,17 +165,16 @@ struct SignallingMessages: AsyncSequence, Sendable {
         let messages: SignallingMessages
 
         mutating func next() async throws -> String? {
-            while true {
-                let login = messages.awaitingLogin
-                guard let message = try await frames.nextMessage(maxSize: login ? SwarmMessage.maxLoginSize : SwarmMessage.maxTrackerMessageSize)
-                else { return nil }
-                if login {
-                    messages.first.came.store(true, ordering: .relaxed)
-                    messages.leave()
-                }
-                if case .text(let text) = message { return text }
-                if login { return "" }
+            let login = messages.awaitingLogin
+            guard let message = try await frames.nextMessage(maxSize: login ? SwarmMessage.maxLoginSize : SwarmMessage.maxTrackerMessageSize)
+            else { return nil }
+            if login {
+                messages.first.came.store(true, ordering: .relaxed)
+                messages.leave()
             }
+            if case .text(let text) = message { return text }
+            if login { return "" }
+            throw SwarmTracker.SignallingFault("binary messages are not part of the protocol")
         }
     }
 

@@ -2,6 +2,7 @@ import Foundation
 @testable import Gateway
 import HummingbirdWSClient
 import Logging
+import NIOCore
 import PieceStore
 import Swarm
 import Synchronization
@@ -533,6 +534,40 @@ extension SwarmSignallingTests {
         limit.cancel()
         #expect(replies.withLock { $0.first.flatMap(SwarmMessage.init(json:))?.type } == "welcome")
         #expect(close?.closeCode == .messageTooLarge, "\(String(describing: close))")
+    }
+}
+
+extension SwarmSignallingTests {
+    /// A logged-in node's binary message ends its connection: binary messages were skipped
+    /// before the tracker's rate limits saw them (one connection sent 465 MB a second of them,
+    /// a core's worth of the tracker's time), and nothing after one is answered.
+    @Test func aBinaryMessageAfterTheLoginEndsTheConnection() async throws {
+        let (t, port) = try await tracker()
+        defer { t.stop() }
+        let login = SwarmMessage.login(LoginProof.sign(appID: "swarmgate", peerID: "binary", secret: Self.secret), url: "http://127.0.0.1:9")
+        let replies = Mutex<[String]>([])
+        let closing = Task {
+            try await WebSocketClient.connect(url: "ws://127.0.0.1:\(port)/swarm/v1/ws", logger: Logger(label: "test")) { inbound, outbound, _ in
+                try await outbound.write(.text(login.json))
+                var sent = false
+                for try await message in inbound.messages(maxSize: 1 << 20) {
+                    if case .text(let text) = message { replies.withLock { $0.append(text) } }
+                    if !sent {
+                        sent = true
+                        try await outbound.write(.binary(ByteBuffer(repeating: 7, count: 10_000)))
+                        try await outbound.write(.text(SwarmMessage(type: "ping").json))
+                    }
+                }
+            }
+        }
+        let limit = Task {
+            try await Task.sleep(for: .seconds(30))
+            closing.cancel()
+        }
+        let close = try await closing.value
+        limit.cancel()
+        #expect(replies.withLock { $0.compactMap(SwarmMessage.init(json:)).map(\.type) } == ["welcome"])
+        #expect(close?.closeCode == .policyViolation && close?.reason?.contains("binary") == true, "\(String(describing: close))")
     }
 }
 

@@ -1283,19 +1283,23 @@ final class SwarmTransferTests {
         }
         #expect(!peers.text.contains("liar"), "\(peers.text)")
         _ = try await t.waitForStderr(#/(banned=until)[^\n]*bad piece confirmed/#)
-        let again = try await WSExchange.run(ws, send: [.login(LoginProof.sign(appID: "swarmgate", peerID: "liar", secret: Self.secret), url: "http://x")], replies: 1)
-        #expect(again.first?.type == "refused" && again.first?.reason?.contains("banned") == true)
         #expect(t.stderr.contains("bad piece reported"))
-        // The ban is in the tracker's database: a restarted tracker refuses the liar too,
-        // and still lets an honest peer in.
+        // The ban is on the URL the bad bytes came from, whatever id logs in from it: an id is
+        // a node's own claim, and a liar logging in under an honest node's id got that node
+        // banned. It is in the tracker's database, so a restarted tracker keeps it.
+        let liarURL = "http://127.0.0.1:\(originPort)\(liarPath)"
+        func login(_ ws: String, _ peer: String, _ url: String) async throws -> SwarmMessage? {
+            try await WSExchange.run(ws, send: [.login(LoginProof.sign(appID: "swarmgate", peerID: peer, secret: Self.secret), url: url)], replies: 1).first
+        }
+        let again = try await login(ws, "liar-again", liarURL)
+        #expect(again?.type == "refused" && again?.reason == LoginRefusal.banned.rawValue, "\(String(describing: again))")
         t.stop()
         let (restarted, restartedPort) = try await tracker(dir: dir, originPort: originPort)
         defer { restarted.stop() }
         let restartedWS = "ws://127.0.0.1:\(restartedPort)/swarm/v1/ws"
-        for (peer, answer) in [("liar", "refused"), ("honest", "welcome")] {
-            let login = try await WSExchange.run(
-                restartedWS, send: [.login(LoginProof.sign(appID: "swarmgate", peerID: peer, secret: Self.secret), url: "http://x")], replies: 1)
-            #expect(login.first?.type == answer, "\(peer): \(login)")
+        for (peer, url, answer) in [("another-id", liarURL, "refused"), ("liar", "http://127.0.0.1:9/honest", "welcome")] {
+            let answered = try await login(restartedWS, peer, url)
+            #expect(answered?.type == answer, "\(peer) at \(url): \(String(describing: answered))")
         }
     }
 

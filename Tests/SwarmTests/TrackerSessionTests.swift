@@ -31,10 +31,10 @@ struct TrackerSessionTests {
     /// The object id (64 hex digits) of a test's object named `name`.
     static func id(_ name: String) -> String { ObjectKey(xresid: "t", host: "cdn.example.com", path: "/" + name).id }
 
-    func open(_ tracker: SwarmTracker, peer: String) async throws -> (Connection, Task<String, Never>) {
+    func open(_ tracker: SwarmTracker, peer: String, url: String = "http://x") async throws -> (Connection, Task<String, Never>) {
         let c = Connection()
         let run = Task { await tracker.serve(c.inbound) { text in c.sent.withLock { $0.append(SwarmMessage(json: text)!) } } }
-        c.feed.yield(SwarmMessage.login(LoginProof.sign(appID: "app", peerID: peer, secret: Self.secret), url: "http://x").json)
+        c.feed.yield(SwarmMessage.login(LoginProof.sign(appID: "app", peerID: peer, secret: Self.secret), url: url).json)
         try await c.waitFor(1)
         return (c, run)
     }
@@ -55,30 +55,55 @@ struct TrackerSessionTests {
         #expect(ok.sent.withLock { $0.first?.type } == "welcome")
     }
 
-    /// Bans are kept in the tracker's SQLite file: a tracker started on it refuses a peer whose
-    /// ban has not run out, lets in one whose ban has, and forgets offences older than a ban
-    /// lasts (what `audit` counts from). A restart used to forget every ban.
+    /// Bans are kept in the tracker's SQLite file, by peer URL: a tracker started on it refuses
+    /// a login from a URL whose ban has not run out (whatever the peer id, however the URL's
+    /// host is cased), lets in one whose ban has, and forgets offences older than a ban lasts
+    /// (what `audit` counts from). A restart used to forget every ban.
     @Test func aBanOutlivesARestartUntilItRunsOut() async throws {
         let path = Scratch.path("offences", suffix: ".sqlite")
         let hour: TimeInterval = 3600
         do {
             let storage = try SQLiteRegistryStorage(path: path)
-            try storage.record(PeerOffences(count: 3, last: Date(), bannedUntil: Date().addingTimeInterval(hour)), for: "still-banned")
-            try storage.record(PeerOffences(count: 3, last: Date(), bannedUntil: Date().addingTimeInterval(-1)), for: "ban-over")
-            try storage.record(PeerOffences(count: 2, last: Date().addingTimeInterval(-2 * hour)), for: "old-offences")
-            try storage.record(PeerOffences(count: 2, last: Date()), for: "recent-offences")
-            try storage.record(PeerOffences(count: 1, last: Date()), for: "forgiven")
-            try storage.record(nil, for: "forgiven")
+            try storage.record(PeerOffences(count: 3, last: Date(), bannedUntil: Date().addingTimeInterval(hour)), for: "http://liar.example:8080")
+            try storage.record(PeerOffences(count: 3, last: Date(), bannedUntil: Date().addingTimeInterval(-1)), for: "http://ban-over.example")
+            try storage.record(PeerOffences(count: 2, last: Date().addingTimeInterval(-2 * hour)), for: "http://old-offences.example")
+            try storage.record(PeerOffences(count: 2, last: Date()), for: "http://recent-offences.example")
+            try storage.record(PeerOffences(count: 1, last: Date()), for: "http://forgiven.example")
+            try storage.record(nil, for: "http://forgiven.example")
         }
         let storage = try SQLiteRegistryStorage(path: path)
-        #expect(Set(try storage.offences().keys) == ["still-banned", "ban-over", "old-offences", "recent-offences"])
+        #expect(
+            Set(try storage.offences().keys)
+                == ["http://liar.example:8080", "http://ban-over.example", "http://old-offences.example", "http://recent-offences.example"])
         let tracker = SwarmTracker(appID: "app", secret: Self.secret, banTime: .seconds(3600), offenceLog: storage, logger: Logger(label: "test"))
-        for (peer, answer) in [("still-banned", "refused"), ("ban-over", "welcome"), ("old-offences", "welcome")] {
-            let (c, _) = try await open(tracker, peer: peer)
-            #expect(c.sent.withLock { $0.first?.type } == answer, "\(peer)")
-            #expect(c.sent.withLock { $0.first?.reason } == (answer == "refused" ? LoginRefusal.banned.rawValue : nil), "\(peer)")
+        let logins = [
+            ("any-id", "http://liar.example:8080", "refused"), ("other-id", "HTTP://Liar.EXAMPLE:8080/", "refused"),
+            ("any-id-2", "http://liar.example:8081", "welcome"), ("n1", "http://ban-over.example", "welcome"),
+            ("n2", "http://old-offences.example", "welcome"),
+        ]
+        for (peer, url, answer) in logins {
+            let (c, _) = try await open(tracker, peer: peer, url: url)
+            #expect(c.sent.withLock { $0.first?.type } == answer, "\(peer) at \(url)")
+            #expect(c.sent.withLock { $0.first?.reason } == (answer == "refused" ? LoginRefusal.banned.rawValue : nil), "\(peer) at \(url)")
         }
-        #expect(Set(tracker.offenceRecords.keys) == ["still-banned", "recent-offences"], "what no longer counts is not kept")
+        #expect(Set(tracker.offenceRecords.keys) == ["http://liar.example:8080", "http://recent-offences.example"], "what no longer counts is not kept")
+    }
+
+    /// A peer id is what a node makes (`node-` and 13 more) or alike: 1 to 128 of
+    /// `A-Z a-z 0-9 . _ : -`. Others are refused before they are logged or handed out (ids of
+    /// 15 KB, or with terminal escapes, were both).
+    @Test func aPeerIDOutsideItsAlphabetOrLengthIsRefused() async throws {
+        let tracker = SwarmTracker(appID: "app", secret: Self.secret, logger: Logger(label: "test"))
+        for id in [String(repeating: "a", count: 129), "a b", "a\u{1B}[31mred", "peer/1", "é"] {
+            let (c, run) = try await open(tracker, peer: id)
+            #expect(c.sent.withLock { $0.first?.reason } == LoginRefusal.badPeerID.rawValue, "\(id)")
+            #expect(await run.value == LoginRefusal.badPeerID.rawValue)
+        }
+        for id in [String(repeating: "a", count: 128), "node-1a2b3c4d-5e6f", "A.b_c:d-9"] {
+            let (c, _) = try await open(tracker, peer: id)
+            #expect(c.sent.withLock { $0.first?.type } == "welcome", "\(id)")
+        }
+        #expect(tracker.peerIDs.count == 3)
     }
 
     @Test func anExpiredSessionIsEndedAtItsNextMessage() async throws {

@@ -50,7 +50,8 @@ public enum LoginRefusal: String, Error, Sendable {
     case badSignature = "bad signature"
     case stale = "timestamp outside the replay window"
     case replayed = "nonce already used"
-    case banned = "peer banned for bad pieces"
+    case banned = "peer URL banned for bad pieces"
+    case badPeerID = "the peer id must be 1 to 128 of A-Z a-z 0-9 . _ : -"
     case peerInUse = "the peer id is logged in from another URL"
     case badURL = "the peer URL must be http(s)://HOST[:PORT][/PATH], with no user, query or fragment"
 }

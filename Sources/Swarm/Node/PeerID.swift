@@ -15,7 +15,8 @@ public final class PeerID: Sendable {
     /// The id kept in `cacheDirectory`, or a new one written there.
     public init(cacheDirectory: String) throws {
         file = cacheDirectory + "/peer-id"
-        if let kept = try? String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), !kept.isEmpty {
+        // A kept id no tracker takes (edited by hand) is replaced, as a missing one is.
+        if let kept = try? String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), SwarmTracker.isPeerID(kept) {
             id = Mutex(kept)
             return
         }

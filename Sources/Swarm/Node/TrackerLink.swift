@@ -144,7 +144,7 @@ public final class TrackerLink: Service, Sendable {
                     } else {
                         // A setting to mend (the app id, the secret, the clock, the peer URL), not
                         // a ban: a banned node still serves from its cache and the CDN.
-                        let settings: [LoginRefusal] = [.unknownApp, .badSignature, .stale, .badURL]
+                        let settings: [LoginRefusal] = [.unknownApp, .badSignature, .stale, .badURL, .badPeerID]
                         if let reason = welcome.reason, settings.contains(where: { $0.rawValue == reason }) {
                             self.state.withLock { $0.refusal = reason }
                         }

@@ -23,7 +23,10 @@ public final class SwarmTracker: Sendable {
 
     struct State {
         var sessions: [String: Session] = [:]
-        /// What audits proved against each peer, and bans (`OffenceLog` keeps them).
+        /// What audits proved against the peers at each URL (`banKey`), and bans
+        /// (`OffenceLog` keeps them). By URL, where the bad bytes came from, not by peer id: an
+        /// id is the node's own claim, and anyone holding the secret could log in under an
+        /// honest node's id (once its session ended) from a liar's URL and have it banned.
         var offences: [String: PeerOffences] = [:]
         /// When each (reporter, holder, object) was last audited.
         var audited: [String: ContinuousClock.Instant] = [:]
@@ -45,8 +48,8 @@ public final class SwarmTracker: Sendable {
             sessions[peer] = session
         }
 
-        func isBanned(_ peer: String, at now: Date) -> Bool {
-            offences[peer]?.bannedUntil.map { $0 > now } ?? false
+        func isBanned(url: String, at now: Date) -> Bool {
+            offences[SwarmTracker.banKey(url)]?.bannedUntil.map { $0 > now } ?? false
         }
 
         /// Changes, in place, what the session of `peer` holds, keeping `announced` the sum.
@@ -90,6 +93,12 @@ public final class SwarmTracker: Sendable {
     public let maxUnaskedBytes: Int
     /// An unasked message left out: too many of them wait for the node already.
     struct Unsent: Error {}
+    /// What a connection's messages end with when it broke the protocol: the tracker ends the
+    /// session with `reason`.
+    public struct SignallingFault: Error, Sendable {
+        public let reason: String
+        public init(_ reason: String) { self.reason = reason }
+    }
     let verifier: LoginVerifier
     /// Where offences and bans are kept across restarts (none: in memory only).
     private let offenceLog: (any OffenceLog)?
@@ -193,7 +202,8 @@ public final class SwarmTracker: Sendable {
         let peer: String
         switch admit(login, connection: connection, send: unasked) {
         case .failure(let why):
-            logger.warning("login refused", metadata: ["peer": "\(login.peerId ?? "?")", "reason": "\(why.rawValue)"])
+            let named = login.peerId.flatMap { Self.isPeerID($0) ? $0 : nil } ?? "(none or malformed)"
+            logger.warning("login refused", metadata: ["peer": "\(named)", "reason": "\(why.rawValue)"])
             let heard = why == .peerInUse ? login.peerId.map(heardAgo) : nil
             try? await send(Self.refused(why.rawValue, heardAgo: heard))
             return why.rawValue
@@ -237,7 +247,7 @@ public final class SwarmTracker: Sendable {
         defer { queue.finish() }
         while true {
             let text: String?
-            do { text = try await iterator.next() } catch { return "closed" }
+            do { text = try await iterator.next() } catch let fault as SwarmTracker.SignallingFault { return fault.reason } catch { return "closed" }
             guard let text else { return "closed" }
             guard bucket.take() else {
                 try? await send(Self.refused("too many messages"))
@@ -318,8 +328,9 @@ public final class SwarmTracker: Sendable {
         } catch {
             return .failure(error)
         }
+        guard Self.isPeerID(peer) else { return .failure(.badPeerID) }
         guard Self.isPeerURL(url) else { return .failure(.badURL) }
-        if state.withLock({ $0.isBanned(peer, at: Date()) }) { return .failure(.banned) }
+        if state.withLock({ $0.isBanned(url: url, at: Date()) }) { return .failure(.banned) }
         // The seed's id (a node's cache folder copied from the node that runs this tracker)
         // is always in use.
         if let host, peer == host.seedPeerID { return .failure(.peerInUse) }
@@ -350,6 +361,29 @@ public final class SwarmTracker: Sendable {
 
     /// Whether `url` can be where a node serves pieces: http or https to a host, with no user,
     /// query or fragment (piece paths are appended to it, by every node and by audits).
+    /// What offences and bans of peers at `url` are kept under: the URL without trailing
+    /// slashes, its scheme and host lowercased (`isPeerURL` holds for it).
+    static func banKey(_ url: String) -> String {
+        var key = url
+        if var c = URLComponents(string: url) {
+            c.scheme = c.scheme?.lowercased()
+            c.host = c.host?.lowercased()
+            key = c.string ?? url
+        }
+        while key.hasSuffix("/") { key.removeLast() }
+        return key
+    }
+
+    /// A peer id: 1 to 128 of `A-Z a-z 0-9 . _ : -` (a node makes `node-` and 13 more).
+    /// Anything else is refused at login before it is logged or handed out: ids of 15 KB, or
+    /// with line breaks or terminal escapes, went into the tracker's log and every `peers`.
+    static func isPeerID(_ id: String) -> Bool {
+        (1...128).contains(id.utf8.count)
+            && id.utf8.allSatisfy { c in
+                (c >= 0x30 && c <= 0x3A) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2E || c == 0x5F || c == 0x2D
+            }
+    }
+
     static func isPeerURL(_ url: String) -> Bool {
         guard let c = URLComponents(string: url), let scheme = c.scheme?.lowercased(), scheme == "http" || scheme == "https",
             let host = c.host, !host.isEmpty, c.user == nil, c.password == nil, c.query == nil, c.fragment == nil
@@ -393,7 +427,9 @@ public final class SwarmTracker: Sendable {
             answer.peers = object.map { peers(holding: $0, for: peer) } ?? []
             return answer
         case "report":
-            if let bad = m.peerId, let object = m.object, ObjectKey.isID(object) { report(bad, object: object, piece: m.piece, by: peer) }
+            // A report naming no peer id a login could have (a 4 MiB one, or one with line
+            // breaks) is dropped unlogged: each wrote the log as much, or forged lines in it.
+            if let bad = m.peerId, Self.isPeerID(bad), let object = m.object, ObjectKey.isID(object) { report(bad, object: object, piece: m.piece, by: peer) }
             return nil
         case "changed":
             if let host, let ref = m.ref, let piece = m.piece, piece >= 0 { Task { await host.recheck(ref, piece: piece) } }
@@ -595,7 +631,7 @@ public final class SwarmTracker: Sendable {
         let chosen = state.withLock { s -> [(String, String)] in
             guard let held else { return [] }
             let holders = s.sessions.filter { id, session in
-                id != requester && !s.isBanned(id, at: date) && session.objects.contains(held)
+                id != requester && !s.isBanned(url: session.url, at: date) && session.objects.contains(held)
                     && s.suspended[Self.suspensionKey(id, object)].map { now - $0.since >= Self.maxSuspension } ?? true
             }
                 .sorted { ($0.value.handouts, $0.key) < ($1.value.handouts, $1.key) }
@@ -690,23 +726,24 @@ public final class SwarmTracker: Sendable {
         var metadata: Logger.Metadata = ["peer": "\(report.holder)", "object": "\(report.object)", "piece": "\(report.piece)", "by": "\(report.reporter)"]
         switch verdict {
         case .bad(let why):
-            let now = Date(), memory = Double(banTime.milliseconds) / 1000
+            let now = Date(), memory = Double(banTime.milliseconds) / 1000, key = Self.banKey(report.holderURL)
             let record = state.withLock { s -> PeerOffences in
-                var r = s.offences[report.holder].flatMap { $0.matters(at: now, memory: memory) ? $0 : nil } ?? PeerOffences(count: 0, last: now)
+                var r = s.offences[key].flatMap { $0.matters(at: now, memory: memory) ? $0 : nil } ?? PeerOffences(count: 0, last: now)
                 r.count += 1
                 r.last = now
                 if r.count >= banAfter {
                     r.bannedUntil = now.addingTimeInterval(memory)
-                    s.setSession(report.holder, nil)
+                    for (id, session) in s.sessions where Self.banKey(session.url) == key { s.setSession(id, nil) }
                 }
-                s.offences[report.holder] = r
+                s.offences[key] = r
                 return r
             }
             do {
-                try offenceLog?.record(record, for: report.holder)
+                try offenceLog?.record(record, for: key)
             } catch {
-                logger.warning("cannot keep a peer's offences: a restart forgets them", metadata: ["peer": "\(report.holder)", "error": "\(error)"])
+                logger.warning("cannot keep a peer's offences: a restart forgets them", metadata: ["url": "\(key)", "error": "\(error)"])
             }
+            metadata["url"] = "\(report.holderURL)"
             metadata["why"] = "\(why)"
             metadata["offences"] = "\(record.count)"
             metadata["banned"] = "\(record.bannedUntil.map { "until \(ISO8601DateFormatter().string(from: $0))" } ?? "no")"
