@@ -502,6 +502,35 @@ final class SwarmSignallingTests {
 }
 
 extension SwarmSignallingTests {
+    /// Logs in as `peer` to the tracker on `port`, then, once welcomed, has `misbehave` write
+    /// what it will; returns the tracker's text replies and how it closed (30 s at most).
+    func loggedIn(
+        port: Int, peer: String, then misbehave: @escaping @Sendable (WebSocketOutboundWriter) async throws -> Void
+    ) async throws -> (replies: [String], close: WebSocketCloseFrame?) {
+        let login = SwarmMessage.login(LoginProof.sign(appID: "swarmgate", peerID: peer, secret: Self.secret), url: "http://127.0.0.1:9")
+        let replies = Mutex<[String]>([])
+        let closing = Task {
+            try await WebSocketClient.connect(url: "ws://127.0.0.1:\(port)/swarm/v1/ws", logger: Logger(label: "test")) { inbound, outbound, _ in
+                try await outbound.write(.text(login.json))
+                var sent = false
+                for try await message in inbound.messages(maxSize: 1 << 20) {
+                    if case .text(let text) = message { replies.withLock { $0.append(text) } }
+                    if !sent {
+                        sent = true
+                        try await misbehave(outbound)
+                    }
+                }
+            }
+        }
+        let limit = Task {
+            try await Task.sleep(for: .seconds(30))
+            closing.cancel()
+        }
+        let close = try await closing.value
+        limit.cancel()
+        return (replies.withLock { $0 }, close)
+    }
+
     /// A logged-in node's message over the 4 MiB a tracker reads (in frames of 16 KiB) ends
     /// its connection with 1009, "message too big", which tells the node why. (An attack on
     /// the binary reported 1000 for such a message; fragments of 16 KiB, as nodes send them,
@@ -509,64 +538,26 @@ extension SwarmSignallingTests {
     @Test func aMessageOverTheBoundEndsTheConnectionAsTooBig() async throws {
         let (t, port) = try await tracker()
         defer { t.stop() }
-        let login = SwarmMessage.login(LoginProof.sign(appID: "swarmgate", peerID: "big", secret: Self.secret), url: "http://127.0.0.1:9")
-        let replies = Mutex<[String]>([])
-        let closing = Task {
-            try await WebSocketClient.connect(url: "ws://127.0.0.1:\(port)/swarm/v1/ws", logger: Logger(label: "test")) { inbound, outbound, _ in
-                try await outbound.write(.text(login.json))
-                var sent = false
-                for try await message in inbound.messages(maxSize: 1 << 20) {
-                    if case .text(let text) = message { replies.withLock { $0.append(text) } }
-                    if !sent {
-                        sent = true
-                        var have = SwarmMessage(type: "have")
-                        have.objects = Array(repeating: String(repeating: "a", count: 64), count: 70_000)  // 4.6 MB
-                        try await outbound.write(.text(have.json))
-                    }
-                }
-            }
+        let (replies, close) = try await loggedIn(port: port, peer: "big") { outbound in
+            var have = SwarmMessage(type: "have")
+            have.objects = Array(repeating: String(repeating: "a", count: 64), count: 70_000)  // 4.6 MB
+            try await outbound.write(.text(have.json))
         }
-        let limit = Task {
-            try await Task.sleep(for: .seconds(30))
-            closing.cancel()
-        }
-        let close = try await closing.value
-        limit.cancel()
-        #expect(replies.withLock { $0.first.flatMap(SwarmMessage.init(json:))?.type } == "welcome")
+        #expect(replies.first.flatMap(SwarmMessage.init(json:))?.type == "welcome")
         #expect(close?.closeCode == .messageTooLarge, "\(String(describing: close))")
     }
-}
 
-extension SwarmSignallingTests {
     /// A logged-in node's binary message ends its connection: binary messages were skipped
     /// before the tracker's rate limits saw them (one connection sent 465 MB a second of them,
     /// a core's worth of the tracker's time), and nothing after one is answered.
     @Test func aBinaryMessageAfterTheLoginEndsTheConnection() async throws {
         let (t, port) = try await tracker()
         defer { t.stop() }
-        let login = SwarmMessage.login(LoginProof.sign(appID: "swarmgate", peerID: "binary", secret: Self.secret), url: "http://127.0.0.1:9")
-        let replies = Mutex<[String]>([])
-        let closing = Task {
-            try await WebSocketClient.connect(url: "ws://127.0.0.1:\(port)/swarm/v1/ws", logger: Logger(label: "test")) { inbound, outbound, _ in
-                try await outbound.write(.text(login.json))
-                var sent = false
-                for try await message in inbound.messages(maxSize: 1 << 20) {
-                    if case .text(let text) = message { replies.withLock { $0.append(text) } }
-                    if !sent {
-                        sent = true
-                        try await outbound.write(.binary(ByteBuffer(repeating: 7, count: 10_000)))
-                        try await outbound.write(.text(SwarmMessage(type: "ping").json))
-                    }
-                }
-            }
+        let (replies, close) = try await loggedIn(port: port, peer: "binary") { outbound in
+            try await outbound.write(.binary(ByteBuffer(repeating: 7, count: 10_000)))
+            try await outbound.write(.text(SwarmMessage(type: "ping").json))
         }
-        let limit = Task {
-            try await Task.sleep(for: .seconds(30))
-            closing.cancel()
-        }
-        let close = try await closing.value
-        limit.cancel()
-        #expect(replies.withLock { $0.compactMap(SwarmMessage.init(json:)).map(\.type) } == ["welcome"])
+        #expect(replies.compactMap(SwarmMessage.init(json:)).map(\.type) == ["welcome"])
         #expect(close?.closeCode == .policyViolation && close?.reason?.contains("binary") == true, "\(String(describing: close))")
     }
 }
