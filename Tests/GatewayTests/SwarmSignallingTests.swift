@@ -277,6 +277,29 @@ final class SwarmSignallingTests {
         try await Live.waitForLogins(g, 2)
     }
 
+    /// A tracker that takes the connection and answers nothing (frozen before the node came:
+    /// its kernel still accepts; a balancer before a dead tracker does the same, or closes its
+    /// side cleanly): the node gives the attempt up after 10 s and tries again, and a stop ends
+    /// a node whose attempt waits. The upgrade used to wait for good: the node never logged in
+    /// again, and SIGTERM did not end it (found by a review freezing trackers).
+    @Test func aTrackerThatTakesTheConnectionButNeverAnswersIsTriedAgainAndAStopStillEnds() async throws {
+        let (t, trackerPort) = try await tracker()
+        defer { t.stop() }
+        kill(t.process.processIdentifier, SIGSTOP)
+        defer { kill(t.process.processIdentifier, SIGCONT) }
+        let flags = ["--tracker", "ws://127.0.0.1:\(trackerPort)/swarm/v1/ws", "--app-secret-file", secretFile]
+        let (a, _) = try await Live.gateway(flags)
+        defer { a.stop() }
+        _ = try await a.waitForStderr(#/(no welcome within)/#, timeout: .seconds(30))
+        let (b, _) = try await Live.gateway(flags)
+        try await Task.sleep(for: .seconds(1))
+        let stopping = ContinuousClock.now
+        b.stop(grace: .seconds(30))
+        #expect(ContinuousClock.now - stopping < .seconds(10), "a stop took \(ContinuousClock.now - stopping) while the login waited")
+        kill(t.process.processIdentifier, SIGCONT)
+        try await Live.waitForLogins(a, 1)
+    }
+
     @Test func aNodeServesVerifiedPiecesToPeersOnlyWithAValidTokenAndWhileUploadIsOn() async throws {
         let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }

@@ -1,6 +1,7 @@
 import Foundation
 import HummingbirdWSClient
 import Logging
+import NIOPosix
 import ServiceLifecycle
 import Synchronization
 
@@ -119,17 +120,45 @@ public final class TrackerLink: Service, Sendable {
         return Swift.min(doubled, max) * Double.random(in: 0.5...1)
     }
 
+    final class SessionMarks: Sendable {
+        let welcomed = Atomic<Bool>(false)
+        let timedOut = Atomic<Bool>(false)
+    }
+
+    /// How long a connection may take to be welcomed (TCP, the upgrade, the login's answer).
+    static let loginTimeout = Duration.seconds(10)
+
     /// One connection, login to close. Returns why it ended.
+    ///
+    /// The connection runs on an event loop of its own, shut down when the session ends, when
+    /// no welcome came within `loginTimeout`, or when the link is cancelled (a stop): a tracker
+    /// (or a balancer before it) that took the connection and then answered nothing, or closed
+    /// its side cleanly, left the upgrade waiting for good. The WebSocket client has no timeout
+    /// for it and cancelling does not reach it: the node never logged in again, and a SIGTERM
+    /// did not end it. Closing the loop's channels ends the wait.
     private func session() async -> String {
         let c = configuration
         let box = Mutex<String>("closed")
+        let loop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let marks = SessionMarks()
+        let watchdog = Task {
+            try await Task.sleep(for: Self.loginTimeout)
+            guard !marks.welcomed.load(ordering: .acquiring) else { return }
+            marks.timedOut.store(true, ordering: .releasing)
+            try? await loop.shutdownGracefully()
+        }
+        defer {
+            watchdog.cancel()
+            loop.shutdownGracefully { _ in }
+        }
         do {
             // WebSocket pings every `autoPing`: a tracker that answers none (its host hung, a
             // network black hole; the connection stays open) has the connection closed, and the
             // node serves without it and connects again. Every request to it waited its whole
             // timeout, for good (12 s for each new live segment; found by an attack).
             let configuration = WebSocketClientConfiguration(autoPing: .enabled(timePeriod: Self.autoPing))
-            try await WebSocketClient.connect(url: c.url, configuration: configuration, logger: logger) { inbound, outbound, _ in
+            _ = try await withTaskCancellationHandler {
+            try await WebSocketClient.connect(url: c.url, configuration: configuration, eventLoopGroup: loop, logger: logger) { inbound, outbound, _ in
                 // A message larger than a frame (16 KiB: a login's `have`, a long `prepare`)
                 // goes out as several, one message at a time so that no other comes between.
                 let send = SerialSender { text in try await outbound.writeTextMessage(text) }.send
@@ -137,6 +166,7 @@ public final class TrackerLink: Service, Sendable {
                 // Checksums of a 4 GiB object in 256 KiB pieces are about 1.1 MB of JSON.
                 var messages = inbound.messages(maxSize: 8 << 20).makeAsyncIterator()
                 guard case .text(let first)? = try await messages.next(), let welcome = SwarmMessage(json: first) else { return }
+                marks.welcomed.store(true, ordering: .releasing)
                 guard welcome.type == "welcome" else {
                     box.withLock { $0 = "refused: \(welcome.reason ?? "?")" }
                     if welcome.reason == LoginRefusal.peerInUse.rawValue {
@@ -188,9 +218,13 @@ public final class TrackerLink: Service, Sendable {
                     self.received(m)
                 }
             }
+            } onCancel: {
+                loop.shutdownGracefully { _ in }
+            }
         } catch {
             box.withLock { $0 = "\(error)" }
         }
+        if marks.timedOut.load(ordering: .acquiring) { return "no welcome within \(Self.loginTimeout)" }
         return box.withLock { $0 }
     }
 
