@@ -300,6 +300,48 @@ final class SwarmSignallingTests {
         try await Live.waitForLogins(a, 1)
     }
 
+    /// An object no playlist listed waits for the tracker's registry to hear from the origin,
+    /// up to 12 s: a tracker that stopped answering (a hung host; the connection stays open
+    /// until WebSocket pings end it, 4 to 8 s after) held each such player about 8 s before
+    /// its 302 (found by a review freezing trackers). Silent for half a second, the tracker is
+    /// pinged; with no answer within 1.5 s more the player goes to the origin, and while it
+    /// stays silent the next go at once. Heard again, it is asked again.
+    @Test func aFirstSightObjectIsNotHeldLongByATrackerThatStoppedAnswering() async throws {
+        let (origin, originPort) = try await Live.objectOrigin()
+        defer { origin.stop() }
+        let (t, trackerPort) = try await tracker(allowOrigin: originPort)
+        defer { t.stop() }
+        let (g, gport) = try await Live.gateway([
+            "--allow-origin", "127.0.0.1:\(originPort)", "--tracker", "ws://127.0.0.1:\(trackerPort)/swarm/v1/ws", "--app-secret-file", secretFile,
+        ])
+        defer { g.stop() }
+        try await Live.waitForLogins(g, 1)
+        let base = "http://127.0.0.1:\(gport)/hls.vod.p2p.com/127.0.0.1:\(originPort)/obj"
+        func timed(_ name: String) async throws -> (status: Int, took: Duration) {
+            let asked = ContinuousClock.now
+            let r = try await HTTP.get(base + "/\(name).ts?size=100000&xresid=silence")
+            return (r.status, ContinuousClock.now - asked)
+        }
+        kill(t.process.processIdentifier, SIGSTOP)
+        defer { kill(t.process.processIdentifier, SIGCONT) }
+        let first = try await timed("first")
+        #expect(first.status == 302 && first.took < .seconds(4), "\(first)")
+        let next = try await timed("next")
+        #expect(next.status == 302 && next.took < .seconds(1), "\(next)")
+        kill(t.process.processIdentifier, SIGCONT)
+        // Heard again (its answers to the pings sent meanwhile, or a new login): a new object
+        // is asked of it, and its registry prepares it for the node.
+        try await Task.sleep(for: .seconds(1))
+        #expect(try await timed("after").status == 302)
+        let deadline = ContinuousClock.now + .seconds(15)
+        var status = 0
+        while status != 200 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(200))
+            status = try await timed("after").status
+        }
+        #expect(status == 200, "the tracker prepared the object asked of it once it answered again")
+    }
+
     @Test func aNodeServesVerifiedPiecesToPeersOnlyWithAValidTokenAndWhileUploadIsOn() async throws {
         let (origin, originPort) = try await Live.objectOrigin()
         defer { origin.stop() }

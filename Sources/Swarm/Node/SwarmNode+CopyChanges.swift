@@ -206,11 +206,15 @@ extension SwarmNode {
     /// whoever asks, and drops it (it is prepared again, and the nodes that hold it drop it)
     /// if the origin's copy is another one. A node of a tracker forgets its checksums, so that
     /// its next request asks the tracker again (whose registry checks its copy); the pieces it
-    /// holds stay, verified against whatever checksums come.
+    /// holds stay, verified against whatever checksums come. While the tracker is away it
+    /// keeps them.
     func revalidateIfDue(_ entry: RegistryEntry, url: String) {
         guard let after = revalidateAfter, Date().timeIntervalSince(entry.updated) > Double(after.components.seconds) else { return }
-        if link != nil {
-            if let checksums = entry.checksums { _ = registry.drop(entry.key, ifCopy: checksums) }
+        if let link {
+            // Only while the tracker is there to ask: else the copy, still verified by its
+            // checksums, stays served from the cache (dropped, every later request for it went
+            // to the origin until the tracker was back).
+            if link.isConnected, let checksums = entry.checksums { _ = registry.drop(entry.key, ifCopy: checksums) }
             return
         }
         let now = ContinuousClock.now

@@ -57,6 +57,15 @@ public final class TrackerLink: Service, Sendable {
         /// Why the tracker refused the last login for a setting (a wrong app id or secret, a
         /// clock far off, a bad peer URL), until a login is taken.
         var refusal: String?
+        /// When the tracker last sent anything.
+        var lastHeard = ContinuousClock.now
+        /// When a ping found the tracker silent (`probeSilence`), if nothing was heard since:
+        /// requests are not sent then, and fail at once, until it is heard again or the
+        /// connection ends.
+        var silentSince: ContinuousClock.Instant?
+
+        /// Whether the tracker went silent and was not heard since.
+        var isSilent: Bool { silentSince.map { lastHeard < $0 } ?? false }
     }
 
     public let configuration: Configuration
@@ -278,6 +287,7 @@ public final class TrackerLink: Service, Sendable {
     }
 
     private func received(_ m: SwarmMessage) {
+        state.withLock { $0.lastHeard = .now }
         if m.type == "sums" && m.rid == nil {
             // Kept off this loop (the registry writes them through to its storage), so that
             // the answers players wait for are not queued behind them.
@@ -299,6 +309,7 @@ public final class TrackerLink: Service, Sendable {
     private func disconnected() {
         let waiters = state.withLock { s -> [CheckedContinuation<SwarmMessage?, Never>] in
             s.send = nil
+            s.silentSince = nil
             defer { s.waiting.removeAll() }
             return Array(s.waiting.values)
         }
@@ -410,15 +421,28 @@ public final class TrackerLink: Service, Sendable {
         let ms = readyWithin.milliseconds
         if ms > 0 { m.readyWithin = Int(ms) }
         let timeout = (waitForOrigin ? configuration.checksumTimeout : configuration.quickChecksumTimeout) + .milliseconds(max(ms, 0))
-        guard let reply = await request(m, timeout: timeout) else {
-            return (ChecksumAnswer(state: .unavailable, reason: isConnected ? "the tracker did not answer in time" : "the tracker is away"), [])
+        guard let reply = await request(m, timeout: timeout, probeSilence: waitForOrigin) else {
+            let why = state.withLock { s in s.send == nil ? "the tracker is away" : s.isSilent ? "the tracker answers nothing" : "the tracker did not answer in time" }
+            return (ChecksumAnswer(state: .unavailable, reason: why), [])
         }
         return (reply.answer ?? ChecksumAnswer(state: .unavailable, reason: "the tracker sent no checksums"), reply.peers ?? [])
     }
 
+    /// How long a request that may wait long (`probeSilence`) waits with nothing heard from
+    /// the tracker before it pings, and then how long for any answer.
+    static let silenceProbe = (quiet: Duration.milliseconds(500), answer: Duration.milliseconds(1500))
+
     /// Sends `message` with a new request id and waits for the answer carrying it; nil when
-    /// the tracker is away, goes away, or takes longer than `timeout`.
-    private func request(_ message: SwarmMessage, timeout: Duration) async -> SwarmMessage? {
+    /// the tracker is away, goes away, or takes longer than `timeout`, or at once while it is
+    /// silent (`State.silentSince`).
+    ///
+    /// `probeSilence`, for a request whose answer may take long (the tracker's registry waits
+    /// for the origin): with nothing heard from the tracker for `silenceProbe.quiet` it is
+    /// pinged, and if nothing comes within `silenceProbe.answer` the request gives up and the
+    /// tracker counts as silent. A tracker that stopped answering (a hung host: the connection
+    /// stays open until WebSocket pings end it, 4 to 8 s) held each such request its whole
+    /// timeout (12 s): a first-sight object no playlist listed waited about 8 s for its 302.
+    private func request(_ message: SwarmMessage, timeout: Duration, probeSilence: Bool = false) async -> SwarmMessage? {
         let rid = state.withLock { s in
             s.nextRID += 1
             return s.nextRID
@@ -432,11 +456,13 @@ public final class TrackerLink: Service, Sendable {
             waiter?.resume(returning: nil)
         }
         defer { timer.cancel() }
+        let probe = probeSilence ? Task { try await self.probe(rid) } : nil
+        defer { probe?.cancel() }
         return await withCheckedContinuation { continuation in
             // Registered under the lock that finds the session, so that a session ending
             // meanwhile (which resumes every waiter) cannot miss this one.
             let send = state.withLock { s -> (@Sendable (String) async throws -> Void)? in
-                guard let send = s.send else { return nil }
+                guard let send = s.send, !s.isSilent else { return nil }
                 s.waiting[rid] = continuation
                 return send
             }
@@ -451,6 +477,27 @@ public final class TrackerLink: Service, Sendable {
                 }
             }
         }
+    }
+}
+
+extension TrackerLink {
+    /// Ends request `rid` if the tracker is silent (`request`'s `probeSilence`).
+    fileprivate func probe(_ rid: Int) async throws {
+        let asked = ContinuousClock.now
+        try await Task.sleep(for: Self.silenceProbe.quiet)
+        guard let send = state.withLock({ $0.lastHeard < asked ? $0.send : nil }) else { return }
+        let pinged = ContinuousClock.now
+        // Not waited for: a send held by a full socket buffer is the silence itself.
+        Task { try? await send(SwarmMessage(type: "ping").json) }
+        try await Task.sleep(for: Self.silenceProbe.answer)
+        let (waiter, first) = state.withLock { s -> (CheckedContinuation<SwarmMessage?, Never>?, Bool) in
+            guard s.lastHeard < pinged, s.send != nil else { return (nil, false) }
+            let first = s.silentSince == nil
+            if first { s.silentSince = pinged }
+            return (s.waiting.removeValue(forKey: rid), first)
+        }
+        if first { logger.warning("the tracker answers nothing, not even a ping: requests to it fail at once until it is heard again") }
+        waiter?.resume(returning: nil)
     }
 }
 
