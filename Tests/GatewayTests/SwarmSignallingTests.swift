@@ -248,20 +248,41 @@ final class SwarmSignallingTests {
         #expect(looks.withLock { $0 } >= 2)
     }
 
+    /// An origin, a tracker allowing it, and a node logged in to that tracker.
+    struct LoggedInNode {
+        let origin: LiveProcess, originPort: Int
+        let tracker: LiveProcess
+        let node: LiveProcess, nodePort: Int
+
+        func stop() {
+            for p in [node, tracker, origin] { p.stop() }
+        }
+    }
+
+    func loggedInNode() async throws -> LoggedInNode {
+        let (origin, originPort) = try await Live.objectOrigin()
+        let (t, trackerPort) = try await tracker(allowOrigin: originPort)
+        let (g, gport) = try await Live.gateway([
+            "--allow-origin", "127.0.0.1:\(originPort)", "--tracker", "ws://127.0.0.1:\(trackerPort)/swarm/v1/ws", "--app-secret-file", secretFile,
+        ])
+        let swarm = LoggedInNode(origin: origin, originPort: originPort, tracker: t, node: g, nodePort: gport)
+        do {
+            try await Live.waitForLogins(g, 1)
+        } catch {
+            swarm.stop()
+            throw error
+        }
+        return swarm
+    }
+
     /// A tracker that answers nothing while its connection stays open (SIGSTOP: a hung host,
     /// a network black hole) is away for the node within seconds: a live playlist's new
     /// segment is sent to the origin at once, where every request waited 12 s for the tracker
     /// (found by an attack). Once the tracker answers again, the node logs in again.
     @Test func aTrackerThatAnswersNothingIsAwayWithinSeconds() async throws {
-        let (origin, originPort) = try await Live.objectOrigin()
-        defer { origin.stop() }
-        let (t, trackerPort) = try await tracker(allowOrigin: originPort)
-        defer { t.stop() }
-        let (g, gport) = try await Live.gateway([
-            "--allow-origin", "127.0.0.1:\(originPort)", "--tracker", "ws://127.0.0.1:\(trackerPort)/swarm/v1/ws", "--app-secret-file", secretFile,
-        ])
-        defer { g.stop() }
-        try await Live.waitForLogins(g, 1)
+        let swarm = try await loggedInNode()
+        defer { swarm.stop() }
+        let (t, g, gport, originPort) = (swarm.tracker, swarm.node, swarm.nodePort, swarm.originPort)
         kill(t.process.processIdentifier, SIGSTOP)
         defer { kill(t.process.processIdentifier, SIGCONT) }
         let base = "http://127.0.0.1:\(gport)/hls.vod.p2p.com/127.0.0.1:\(originPort)"
@@ -307,15 +328,9 @@ final class SwarmSignallingTests {
     /// pinged; with no answer within 1.5 s more the player goes to the origin, and while it
     /// stays silent the next go at once. Heard again, it is asked again.
     @Test func aFirstSightObjectIsNotHeldLongByATrackerThatStoppedAnswering() async throws {
-        let (origin, originPort) = try await Live.objectOrigin()
-        defer { origin.stop() }
-        let (t, trackerPort) = try await tracker(allowOrigin: originPort)
-        defer { t.stop() }
-        let (g, gport) = try await Live.gateway([
-            "--allow-origin", "127.0.0.1:\(originPort)", "--tracker", "ws://127.0.0.1:\(trackerPort)/swarm/v1/ws", "--app-secret-file", secretFile,
-        ])
-        defer { g.stop() }
-        try await Live.waitForLogins(g, 1)
+        let swarm = try await loggedInNode()
+        defer { swarm.stop() }
+        let (t, gport, originPort) = (swarm.tracker, swarm.nodePort, swarm.originPort)
         let base = "http://127.0.0.1:\(gport)/hls.vod.p2p.com/127.0.0.1:\(originPort)/obj"
         func timed(_ name: String) async throws -> (status: Int, took: Duration) {
             let asked = ContinuousClock.now
