@@ -348,7 +348,8 @@ final class SwarmSignallingTests {
         // is asked of it, and its registry prepares it for the node.
         try await Task.sleep(for: .seconds(1))
         #expect(try await timed("after").status == 302)
-        let deadline = ContinuousClock.now + .seconds(15)
+        // (A login again first, when WebSocket pings ended the connection meanwhile.)
+        let deadline = ContinuousClock.now + .seconds(30)
         var status = 0
         while status != 200 && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(200))
