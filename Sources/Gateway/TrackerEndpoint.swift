@@ -45,15 +45,17 @@ enum TrackerEndpoint {
                 // Before its login a connection is anyone's: a few at once from one address,
                 // and some more in all, each for a heartbeat at most, each with a first message
                 // of `maxLoginSize` at most.
-                guard gate.enter(from: source) else {
-                    try? await outbound.close(.policyViolation, reason: "too many connections waiting to log in; try again")
+                let eviction = Eviction()
+                guard let ticket = gate.enter(from: source, evict: eviction.evict) else {
+                    try? await outbound.close(.policyViolation, reason: Self.tooManyWaiting)
                     return
                 }
-                let messages = SignallingMessages(inbound: inbound, gate: gate, source: source)
+                let messages = SignallingMessages(inbound: inbound, gate: gate, ticket: ticket)
                 // On graceful shutdown the connection is closed ("going away"): nodes reconnect
                 // elsewhere or later, and the server does not wait on them.
                 let sender = SerialSender { text in try await outbound.writeTextMessage(text) }
                 let serving = Task { await tracker.serve(messages, send: sender.send) }
+                eviction.watch(serving)
                 let deadline = Task {
                     try await Task.sleep(for: tracker.heartbeat)
                     if messages.awaitingLogin { serving.cancel() }
@@ -66,7 +68,9 @@ enum TrackerEndpoint {
                 deadline.cancel()
                 messages.leave()
                 let noLogin = reason == "no login" && messages.awaitingLogin
-                try? await outbound.close(reason == "closed" ? .normalClosure : .policyViolation, reason: noLogin ? "no login within \(tracker.heartbeat)" : reason)
+                let evicted = eviction.evicted.load(ordering: .acquiring)
+                let why = evicted ? Self.tooManyWaiting : noLogin ? "no login within \(tracker.heartbeat)" : reason
+                try? await outbound.close(reason == "closed" && !evicted ? .normalClosure : .policyViolation, reason: why)
             }
         }
     }
@@ -79,36 +83,75 @@ enum TrackerEndpoint {
     /// Connections upgraded at once that have not sent their first message, at most: in all,
     /// and from one address (an IPv6 one by its /64). With the first bound alone, one client
     /// holding 64 silent upgrades, opened again every heartbeat, kept every node from logging
-    /// in, with no secret.
+    /// in, with no secret. Past the bound in all, the connection that has waited longest is
+    /// closed for the new one (`LoginGate`).
     static let maxAwaitingLogin = 512
     static let maxAwaitingLoginPerSource = 16
+    static let tooManyWaiting = "too many connections waiting to log in; try again"
+
+    /// A connection's way out of the login gate for a newer one: the serving task is
+    /// cancelled (now, or as soon as it is made), and the connection closed as too many.
+    final class Eviction: Sendable {
+        let evicted = Atomic<Bool>(false)
+        private let serving = Mutex<Task<String, Never>?>(nil)
+
+        @Sendable func evict() {
+            evicted.store(true, ordering: .releasing)
+            serving.withLock { $0 }?.cancel()
+        }
+
+        func watch(_ task: Task<String, Never>) {
+            serving.withLock { $0 = task }
+            if evicted.load(ordering: .acquiring) { task.cancel() }
+        }
+    }
 }
 
 /// Counts the connections that have not sent their first message (their login), in all and
-/// by source address.
+/// by source address. Past `TrackerEndpoint.maxAwaitingLogin` in all, the one that has waited
+/// longest makes room for a new one: a node sends its login as soon as its upgrade is
+/// answered, so a flood from many addresses (33 held every place before, with no secret)
+/// must now open connections faster than a node's round trip to keep one out.
 final class LoginGate: Sendable {
-    private let awaiting = Mutex((total: 0, bySource: [String: Int]()))
+    private struct Awaiting {
+        var next: UInt64 = 0
+        var waiting: [UInt64: (source: String, evict: @Sendable () -> Void)] = [:]
+        var bySource: [String: Int] = [:]
 
-    /// Counts one more from `source`, unless `TrackerEndpoint.maxAwaitingLogin` are waiting,
-    /// or `maxAwaitingLoginPerSource` from it.
-    func enter(from source: String) -> Bool {
-        awaiting.withLock { a in
-            guard a.total < TrackerEndpoint.maxAwaitingLogin, a.bySource[source, default: 0] < TrackerEndpoint.maxAwaitingLoginPerSource else {
-                return false
-            }
-            a.total += 1
+        mutating func remove(_ ticket: UInt64) -> (@Sendable () -> Void)? {
+            guard let w = waiting.removeValue(forKey: ticket) else { return nil }
+            let left = bySource[w.source, default: 1] - 1
+            bySource[w.source] = left > 0 ? left : nil
+            return w.evict
+        }
+    }
+    private let awaiting = Mutex(Awaiting())
+
+    /// Counts one more from `source` (its ticket), unless `maxAwaitingLoginPerSource` from it
+    /// wait (nil). Past `maxAwaitingLogin` in all, the longest waiting is let go and its
+    /// `evict` called.
+    func enter(from source: String, evict: @escaping @Sendable () -> Void) -> UInt64? {
+        let (ticket, evicted) = awaiting.withLock { a -> (UInt64?, (@Sendable () -> Void)?) in
+            guard a.bySource[source, default: 0] < TrackerEndpoint.maxAwaitingLoginPerSource else { return (nil, nil) }
+            var evicted: (@Sendable () -> Void)?
+            if a.waiting.count >= TrackerEndpoint.maxAwaitingLogin, let oldest = a.waiting.keys.min() { evicted = a.remove(oldest) }
+            a.next += 1
+            a.waiting[a.next] = (source, evict)
             a.bySource[source, default: 0] += 1
-            return true
+            return (a.next, evicted)
         }
+        evicted?()
+        return ticket
     }
 
-    func leave(from source: String) {
-        awaiting.withLock { a in
-            a.total -= 1
-            let left = a.bySource[source, default: 1] - 1
-            a.bySource[source] = left > 0 ? left : nil
-        }
+    /// `ticket` no longer waits (its login came, or its connection ended); nothing if it was
+    /// let go already.
+    func leave(_ ticket: UInt64) {
+        _ = awaiting.withLock { $0.remove(ticket) }
     }
+
+    /// How many wait, in all.
+    var waiting: Int { awaiting.withLock { $0.waiting.count } }
 
     /// The address a connection's waits count against: an IPv4 address, an IPv6 one's /64 (a
     /// host has a whole /64 to pick from), or one key for whatever has no IP address.
@@ -138,13 +181,13 @@ struct SignallingMessages: AsyncSequence, Sendable {
     typealias Element = String
     let inbound: WebSocketInboundStream
     let gate: LoginGate
-    let source: String
+    let ticket: UInt64
     private let first = FirstMessage()
 
-    init(inbound: WebSocketInboundStream, gate: LoginGate, source: String) {
+    init(inbound: WebSocketInboundStream, gate: LoginGate, ticket: UInt64) {
         self.inbound = inbound
         self.gate = gate
-        self.source = source
+        self.ticket = ticket
     }
 
     /// Whether the first message has yet to come.
@@ -152,7 +195,7 @@ struct SignallingMessages: AsyncSequence, Sendable {
 
     /// Leaves the gate, once: when the first message comes, or when the connection ends first.
     func leave() {
-        if !first.left.exchange(true, ordering: .relaxed) { gate.leave(from: source) }
+        if !first.left.exchange(true, ordering: .relaxed) { gate.leave(ticket) }
     }
 
     final class FirstMessage: Sendable {

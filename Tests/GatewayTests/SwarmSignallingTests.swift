@@ -583,6 +583,24 @@ final class SwarmSignallingTests {
 }
 
 extension SwarmSignallingTests {
+    /// 512 silent upgrades from 32 addresses (16 each, the most one address may hold) fill
+    /// the login gate: a node's login still goes through, and the connection that waited
+    /// longest is closed for it. Every node was kept out by such a flood, with no secret.
+    @Test func aNodeLogsInWhileAFloodHoldsEveryWaitingPlace() async throws {
+        let (t, port) = try await tracker()
+        defer { t.stop() }
+        let perSource = TrackerEndpoint.maxAwaitingLoginPerSource
+        let sources = TrackerEndpoint.maxAwaitingLogin / perSource
+        let flood = try LiveProcess(Live.python, [Live.packageRoot.appendingPathComponent("Tests/python/login_flood.py").path, "\(port)", "\(sources)", "\(perSource)", "3"])
+        defer { flood.stop() }
+        let held = try await flood.waitForStderr(#/held (\d+)/#)
+        #expect(Int(held) == TrackerEndpoint.maxAwaitingLogin)
+        let login = SwarmMessage.login(LoginProof.sign(appID: "swarmgate", peerID: "after-flood", secret: Self.secret), url: "http://127.0.0.1:9")
+        #expect(try await WSExchange.run("ws://127.0.0.1:\(port)/swarm/v1/ws", send: [login], replies: 1).map(\.type) == ["welcome"])
+        let evicted = try await flood.waitForStderr(#/evicted (\d+)/#)
+        #expect(Int(evicted) == 1, "the longest waiting made room, and only it")
+    }
+
     /// Logs in as `peer` to the tracker on `port`, then, once welcomed, has `misbehave` write
     /// what it will; returns the tracker's text replies and how it closed (30 s at most).
     func loggedIn(
