@@ -49,5 +49,17 @@ struct SwarmAuthTests {
         }
         let stretched = "\(grant.expiry + 1000)." + token.split(separator: ".")[1]
         #expect(!PieceToken(requester: "a", holder: "b", objectID: "obj", expiry: grant.expiry + 1000).isValid(stretched, secret: "s3cret", now: now))
+        // The expiry as the tracker writes it, only: the same number written otherwise was the
+        // same permission under another text.
+        let mac = token.split(separator: ".")[1]
+        for respelled in ["+\(grant.expiry).\(mac)", "0\(grant.expiry).\(mac)", " \(grant.expiry).\(mac)"] {
+            #expect(!grant.isValid(respelled, secret: "s3cret", now: now), "\(respelled)")
+        }
+        // A permission for longer than the tracker could have meant (anyone holding the secret
+        // can mint one) is refused: at most `maxLifetime` ahead.
+        let longLived = PieceToken(requester: "a", holder: "b", objectID: "obj", expiry: Int64(now.timeIntervalSince1970) + 1_000_000_000)
+        #expect(!longLived.isValid(longLived.encoded(secret: "s3cret"), secret: "s3cret", now: now))
+        let atTheBound = PieceToken(requester: "a", holder: "b", objectID: "obj", expiry: Int64(now.timeIntervalSince1970) + 299)
+        #expect(atTheBound.isValid(atTheBound.encoded(secret: "s3cret"), secret: "s3cret", now: now))
     }
 }

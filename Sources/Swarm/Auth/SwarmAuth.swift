@@ -134,10 +134,16 @@ public struct PieceToken: Sendable, Hashable {
     /// The token as sent in a piece request.
     public func encoded(secret: String) -> String { "\(expiry).\(mac(secret))" }
 
-    /// Whether `encoded` is this permission under `secret`, unexpired at `now`.
+    /// The furthest a token's expiry may be from `now`: the tracker grants 60 s, and nodes'
+    /// clocks are within the login's replay window (60 s) of the tracker's.
+    public static let maxLifetime: TimeInterval = 300
+
+    /// Whether `encoded` is this permission under `secret`, unexpired at `now`, with an expiry
+    /// written as the tracker writes it (`+E` or `0E` passed before, as the same permission)
+    /// and no further than `maxLifetime` ahead (a token minted for years passed before).
     public func isValid(_ encoded: String, secret: String, now: Date = Date()) -> Bool {
-        guard let dot = encoded.firstIndex(of: "."), let expiry = Int64(encoded[..<dot]), expiry == self.expiry,
-            Double(expiry) >= now.timeIntervalSince1970
+        guard let dot = encoded.firstIndex(of: "."), encoded[..<dot] == String(self.expiry),
+            (now.timeIntervalSince1970...now.timeIntervalSince1970 + Self.maxLifetime).contains(Double(expiry))
         else { return false }
         return HMACSHA256.constantTimeEqual(Array(encoded[encoded.index(after: dot)...].utf8), Array(mac(secret).utf8))
     }
