@@ -1480,6 +1480,28 @@ final class SwarmTransferTests {
         #expect(try await Self.originBytes(swarm.originPort, "away") == before, "every segment from the cache")
     }
 
+    /// A holder that answers nothing (frozen: its connections complete, nothing comes back)
+    /// costs one object the deadline, not each: the tracker names it until its session goes
+    /// silent (30 s and more), and every new object paid the deadline for it again (found by
+    /// a review freezing peers).
+    @Test func aFrozenHolderCostsTheDeadlineOnceNotOncePerObject() async throws {
+        let swarm = try await playedOnA("frozen", segments: 3, bFlags: ["--peer-deadline", "3", "--prefetch-segments", "0"])
+        defer { swarm.stop() }
+        let a = swarm.a.process.processIdentifier
+        kill(a, SIGSTOP)
+        defer { kill(a, SIGCONT) }
+        let urls = Self.segmentURLs(try await HTTP.get("http://127.0.0.1:\(swarm.portB)\(swarm.playlist)"))
+        try #require(urls.count == 3)
+        var took: [Duration] = []
+        for (k, url) in urls.enumerated() {
+            let asked = ContinuousClock.now
+            let r = try await HTTP.get(url)
+            took.append(ContinuousClock.now - asked)
+            #expect(r.status == 200 && r.body == Self.segment("frozen", k), "segment \(k): \(r.status)")
+        }
+        #expect(took.filter { $0 >= .milliseconds(1500) }.count <= 1, "the frozen holder was waited for again: \(took)")
+    }
+
     /// A holder whose machine is gone (its connections never complete) costs a piece its
     /// connect timeout (1 s), then the next holder is asked within the deadline: it cost the
     /// piece the rest of the deadline and a CDN fetch, with a live holder listed after it.

@@ -60,7 +60,10 @@ extension SwarmNode {
             let left = deadline - (ContinuousClock.now - started)
             guard left > .milliseconds(1) else { return .none(.deadline) }
             let (dropped, slow) = swarm.withLock { s in
-                (s.dropped.contains(Self.pairKey(key, peer.peerId)), s.slow.contains(Self.pairKey(key, peer.peerId)))
+                (
+                    s.dropped.contains(Self.pairKey(key, peer.peerId)),
+                    s.slow.contains(Self.pairKey(key, peer.peerId)) || s.slow.contains(Self.silentKey(peer.peerId))
+                )
             }
             if dropped { continue }
             if slow {
@@ -73,8 +76,10 @@ extension SwarmNode {
             let url = Self.peerPieceURL(peer.url, key.id, index, from: me, token: peer.token, sha: checksums.digests[index].short)
             let request = OriginRequest(url: url, timeouts: .init(connect: min(left, .seconds(1)), idle: left, total: left), maxBodySize: Int64(size))
             var bytes: [UInt8] = []
+            var answered = false
             do {
                 let response = try await peerClient.fetch(request)
+                answered = true
                 guard response.status == 200 else { continue }
                 bytes = try await response.body.collect(upTo: size)
             } catch {
@@ -85,7 +90,12 @@ extension SwarmNode {
                     bytes = []
                 case .timeout:
                     // Not a peer that had only what others left of the deadline.
-                    if left >= deadline / 2 { swarm.withLock { $0.slow.mark(Self.pairKey(key, peer.peerId), for: Self.slowPeerLifetime) } }
+                    if left >= deadline / 2 {
+                        swarm.withLock { s in
+                            s.slow.mark(Self.pairKey(key, peer.peerId), for: Self.slowPeerLifetime)
+                            if !answered { s.slow.mark(Self.silentKey(peer.peerId), for: Self.slowPeerLifetime) }
+                        }
+                    }
                     // A connection that never completed took its connect timeout (1 s), not
                     // the deadline: the next holder is asked with what is left (a machine
                     // gone cost the piece a CDN fetch with a live holder listed after it).
@@ -120,6 +130,8 @@ extension SwarmNode {
 
     /// The key of an object and a peer in the node's marks.
     private static func pairKey(_ key: ObjectKey, _ peer: String) -> String { key.id + " " + peer }
+    /// The key of a peer that answered nothing, for every object (`SwarmState.slow`).
+    private static func silentKey(_ peer: String) -> String { "* " + peer }
 
     /// The holders of `key` the tracker named within `peerListLifetime`.
     private func cachedPeers(_ key: ObjectKey) -> [SwarmPeer]? {

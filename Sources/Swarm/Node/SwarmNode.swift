@@ -88,7 +88,10 @@ public final class SwarmNode: Sendable {
         /// Peers that missed the deadline for a piece of an object ("object peer"): not asked
         /// for its other pieces for a while. A response's pieces start a few at a time, each
         /// with the deadline, so one slow holder cost a response the deadline again for each
-        /// few pieces.
+        /// few pieces. A peer that did not answer at all ("* peer": no response head, or no
+        /// connection, within the deadline: a frozen or vanished machine, not a slow disk or
+        /// link) is not asked for any object meanwhile: the tracker names it until its session
+        /// goes silent (30 s and more), and each new object paid the deadline for it.
         var slow = ExpiringMarks()
         /// Objects whose holders the tracker was asked for (a `want`) and did not name within
         /// a piece's deadline: their other pieces skip the peers rather than wait the
