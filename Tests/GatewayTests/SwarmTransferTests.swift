@@ -1454,28 +1454,38 @@ final class SwarmTransferTests {
         #expect(try Live.dataFiles(in: cache).count == 2, "both segments kept")
     }
 
-    /// A copy due for revalidation while the tracker is away stays served from the node's
-    /// cache: its checksums were dropped (so that the tracker would be asked again), and with
-    /// no tracker to ask every later request for it went to the origin until the tracker was
-    /// back (found by a review freezing trackers).
-    @Test func aCopyDueForRevalidationIsServedFromTheCacheWhileTheTrackerIsAway() async throws {
+    /// A copy due for revalidation while the tracker is away (stopped), or hung (stopped
+    /// answering, its connection not yet known dead), stays served from the node's cache: its
+    /// checksums were dropped (so that the tracker would be asked again), and with no tracker
+    /// to ask every later request for it went to the origin until the tracker was back (found
+    /// by reviews freezing trackers). They are asked for in the background now, and kept
+    /// unless the tracker answers otherwise.
+    @Test(arguments: [false, true])
+    func aCopyDueForRevalidationIsServedFromTheCacheWhileTheTrackerIsAway(hung: Bool) async throws {
         let cache = Live.cacheFolder()
         let swarm = try await playedOnA("away", segments: 2, bFlags: ["--revalidate-after", "1", "--prefetch-segments", "0"], bCache: cache)
         defer { swarm.stop() }
         expectCorrect(try await Self.play(port: swarm.portB, playlist: swarm.playlist), "away", segments: 2)
         let held = ContinuousClock.now + .seconds(10)
         while try Live.dataFiles(in: cache).count < 2 && ContinuousClock.now < held { try await Task.sleep(for: .milliseconds(50)) }
-        swarm.tracker.stop()
-        _ = try await swarm.b.waitForStderr(#/(tracker connection ended)/#, timeout: .seconds(20))
-        try await Task.sleep(for: .milliseconds(1500))
         let urls = Self.segmentURLs(try await HTTP.get("http://127.0.0.1:\(swarm.portB)\(swarm.playlist)"))
         try #require(urls.count == 2)
+        try await Task.sleep(for: .milliseconds(1500))
+        let tracker = swarm.tracker.process.processIdentifier
+        if hung {
+            kill(tracker, SIGSTOP)
+        } else {
+            swarm.tracker.stop()
+            _ = try await swarm.b.waitForStderr(#/(tracker connection ended)/#, timeout: .seconds(20))
+        }
+        defer { if hung { kill(tracker, SIGCONT) } }
         let before = try await Self.originBytes(swarm.originPort, "away")
         for round in 0..<3 {
             for (k, url) in urls.enumerated() {
                 let r = try await HTTP.get(url)
                 #expect(r.status == 200 && r.body == Self.segment("away", k), "round \(round), segment \(k): \(r.status)")
             }
+            try await Task.sleep(for: .milliseconds(700))
         }
         #expect(try await Self.originBytes(swarm.originPort, "away") == before, "every segment from the cache")
     }

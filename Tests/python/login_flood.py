@@ -5,8 +5,9 @@ Usage: login_flood.py PORT SOURCES PER_SOURCE HOLD_SECONDS
 Opens SOURCES x PER_SOURCE WebSocket upgrades to ws://127.0.0.1:PORT/swarm/v1/ws, each from
 its source address 127.0.0.(2+s), and sends nothing after the upgrade. Prints "held N" on
 stderr once the upgrades are answered (N of them with 101), then watches the connections
-for HOLD_SECONDS and prints "evicted K": how many the tracker closed as too many waiting (a
-close frame saying so, or the connection's end).
+for HOLD_SECONDS and prints "evicted K told T": how many the tracker closed as too many waiting
+(a close frame saying so, or the connection's end), and how many of those were told anything
+else first (a `refused` text message).
 """
 import base64
 import os
@@ -45,15 +46,17 @@ def main():
             early.add(c)
     sys.stderr.write(f"held {held - len(early)}\n")
     sys.stderr.flush()
-    closed = set(early)
+    closed, told = set(early), 0
     deadline = time.time() + hold
     while time.time() < deadline:
         readable, _, _ = select.select([c for c in conns if c not in closed], [], [], 0.1)
         for c in readable:
             d = c.recv(4096)
+            if b"refused" in d:
+                told += 1
             if not d or b"too many connections" in d:
                 closed.add(c)
-    sys.stderr.write(f"evicted {len(closed - early)}\n")
+    sys.stderr.write(f"evicted {len(closed - early)} told {told}\n")
     sys.stderr.flush()
 
 

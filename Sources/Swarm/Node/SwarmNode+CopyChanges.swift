@@ -204,19 +204,17 @@ extension SwarmNode {
     /// at the origin under its name was served as it was, by every node, for ever (found by
     /// an attack). The registry that prepared it checks it (`recheck`), once per period
     /// whoever asks, and drops it (it is prepared again, and the nodes that hold it drop it)
-    /// if the origin's copy is another one. A node of a tracker forgets its checksums, so that
-    /// its next request asks the tracker again (whose registry checks its copy); the pieces it
-    /// holds stay, verified against whatever checksums come. While the tracker is away it
-    /// keeps them.
+    /// if the origin's copy is another one. A node of a tracker asks the tracker for the
+    /// object's checksums again, in the background (whose registry checks its copy), and keeps
+    /// serving its own meanwhile: the same ones are good for another period, others replace
+    /// them (the pieces it holds are verified against them), none (the tracker dropped its
+    /// copy) drop them. While the tracker is away, silent or slow, it keeps them and asks
+    /// again later. (It dropped them at once and asked at the next request: a tracker away or
+    /// hung meanwhile sent every later player of the object to the origin.)
     func revalidateIfDue(_ entry: RegistryEntry, url: String) {
         guard let after = revalidateAfter, Date().timeIntervalSince(entry.updated) > Double(after.components.seconds) else { return }
-        if let link {
-            // Only while the tracker is there to ask: else the copy, still verified by its
-            // checksums, stays served from the cache (dropped, every later request for it went
-            // to the origin until the tracker was back).
-            if link.isConnected, let checksums = entry.checksums { _ = registry.drop(entry.key, ifCopy: checksums) }
-            return
-        }
+        let link = link
+        if let link, !link.isConnected { return }
         let now = ContinuousClock.now
         let go = revalidating.withLock { r -> Bool in
             guard r[entry.key.id].map({ $0 <= now }) ?? true else { return false }
@@ -226,11 +224,26 @@ extension SwarmNode {
         }
         guard go else { return }
         let ref = ObjectRef(key: entry.key, url: url)
+        let held = entry.checksums
         Task {
-            let outcome = await recheck(ref, piece: 0)
-            // Found the same: good for another period. Not checked (no slot, the origin could
-            // not tell): again after `recheckInterval`.
-            if outcome == false { registry.update(ref.key) { _ in } }
+            // true: the copy changed (dropped), false: the same, nil: could not tell.
+            let outcome: Bool?
+            if let link {
+                let answer = await trackerChecksums(ref, urgent: false, waitForOrigin: false, link: link)
+                switch answer.state {
+                case .ready: outcome = answer.checksums != held  // kept anew (`markReady`), or replaced
+                case .unavailable: outcome = nil
+                default:
+                    if let held { _ = registry.drop(ref.key, ifCopy: held) }
+                    outcome = true
+                }
+            } else {
+                outcome = await recheck(ref, piece: 0)
+                // Found the same: good for another period.
+                if outcome == false { registry.update(ref.key) { _ in } }
+            }
+            // Not checked (no slot, the origin could not tell, the tracker away): again after
+            // `recheckInterval`.
             revalidating.withLock { $0[ref.key.id] = outcome == nil ? ContinuousClock.now + Self.recheckInterval : nil }
         }
     }

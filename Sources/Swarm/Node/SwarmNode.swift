@@ -298,7 +298,7 @@ public final class SwarmNode: Sendable {
     /// the holders it names kept for fetching the pieces. Concurrent requests for one object
     /// (alike in waits) share one round trip. `ifReady` (a prefetch): only checksums ready now;
     /// the tracker neither prepares the object nor counts it as reached.
-    private func trackerChecksums(
+    func trackerChecksums(
         _ ref: ObjectRef, urgent: Bool, waitForOrigin: Bool, readyWithin: Duration = .zero, ifReady: Bool = false, link: TrackerLink
     ) async -> ChecksumAnswer {
         let key = ref.key

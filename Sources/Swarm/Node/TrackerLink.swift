@@ -492,7 +492,8 @@ extension TrackerLink {
         try await Task.sleep(for: Self.silenceProbe.answer)
         let (waiter, first) = state.withLock { s -> (CheckedContinuation<SwarmMessage?, Never>?, Bool) in
             guard s.lastHeard < pinged, s.send != nil else { return (nil, false) }
-            let first = s.silentSince == nil
+            // Silent anew (not since a silence that ended: it went silent again).
+            let first = !s.isSilent
             if first { s.silentSince = pinged }
             return (s.waiting.removeValue(forKey: rid), first)
         }

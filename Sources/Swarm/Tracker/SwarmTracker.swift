@@ -10,6 +10,8 @@ import Synchronization
 public final class SwarmTracker: Sendable {
     struct Session {
         var url: String
+        /// `banKey(url)`, made once at login: a want checks every holder's against the bans.
+        var banKey: String
         var connection: UInt64
         var lastSeen: ContinuousClock.Instant
         var send: @Sendable (String) async throws -> Void
@@ -48,8 +50,8 @@ public final class SwarmTracker: Sendable {
             sessions[peer] = session
         }
 
-        func isBanned(url: String, at now: Date) -> Bool {
-            offences[SwarmTracker.banKey(url)]?.bannedUntil.map { $0 > now } ?? false
+        func isBanned(key: String, at now: Date) -> Bool {
+            offences[key]?.bannedUntil.map { $0 > now } ?? false
         }
 
         /// Changes, in place, what the session of `peer` holds, keeping `announced` the sum.
@@ -182,7 +184,9 @@ public final class SwarmTracker: Sendable {
         }
         var iterator = messages.makeAsyncIterator()
         guard let first = try? await iterator.next(), let login = SwarmMessage(json: first), login.type == "login" else {
-            try? await send(Self.refused("the first message must be a login"))
+            // Cancelled (no login within a heartbeat, or closed for a newer connection): the
+            // close says why, not this.
+            if !Task.isCancelled { try? await send(Self.refused("the first message must be a login")) }
             return "no login"
         }
         // What goes to the node unasked (checksums pushed as objects become ready, copies
@@ -330,7 +334,8 @@ public final class SwarmTracker: Sendable {
         }
         guard Self.isPeerID(peer) else { return .failure(.badPeerID) }
         guard Self.isPeerURL(url) else { return .failure(.badURL) }
-        if state.withLock({ $0.isBanned(url: url, at: Date()) }) { return .failure(.banned) }
+        let banKey = Self.banKey(url)
+        if state.withLock({ $0.isBanned(key: banKey, at: Date()) }) { return .failure(.banned) }
         // The seed's id (a node's cache folder copied from the node that runs this tracker)
         // is always in use.
         if let host, peer == host.seedPeerID { return .failure(.peerInUse) }
@@ -340,7 +345,7 @@ public final class SwarmTracker: Sendable {
             // another, only once the old session is silent: else anyone holding the secret
             // could take over a node's id, point its URL at a liar and have it banned.
             if let old = s.sessions[peer], old.url != url, now - old.lastSeen <= silentAfter { return .failure(.peerInUse) }
-            s.setSession(peer, Session(url: url, connection: connection, lastSeen: now, send: send))
+            s.setSession(peer, Session(url: url, banKey: banKey, connection: connection, lastSeen: now, send: send))
             return .success(peer)
         }
     }
@@ -631,7 +636,7 @@ public final class SwarmTracker: Sendable {
         let chosen = state.withLock { s -> [(String, String)] in
             guard let held else { return [] }
             let holders = s.sessions.filter { id, session in
-                id != requester && !s.isBanned(url: session.url, at: date) && session.objects.contains(held)
+                id != requester && session.objects.contains(held) && !s.isBanned(key: session.banKey, at: date)
                     && s.suspended[Self.suspensionKey(id, object)].map { now - $0.since >= Self.maxSuspension } ?? true
             }
                 .sorted { ($0.value.handouts, $0.key) < ($1.value.handouts, $1.key) }
@@ -733,7 +738,7 @@ public final class SwarmTracker: Sendable {
                 r.last = now
                 if r.count >= banAfter {
                     r.bannedUntil = now.addingTimeInterval(memory)
-                    for (id, session) in s.sessions where Self.banKey(session.url) == key { s.setSession(id, nil) }
+                    for (id, session) in s.sessions where session.banKey == key { s.setSession(id, nil) }
                 }
                 s.offences[key] = r
                 return r
