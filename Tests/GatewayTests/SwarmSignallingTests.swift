@@ -611,6 +611,26 @@ extension SwarmSignallingTests {
         #expect(evicted == "1 told 0", "the longest waiting made room, and only it, told only that (it was told to log in first)")
     }
 
+    /// A report of a peer that is not logged in is not logged as a warning (a node sending
+    /// them at its message rate wrote 190 KB of log a second); one of a logged-in peer is.
+    @Test func reportsOfPeersNotLoggedInAreNotWarnedOf() async throws {
+        let (t, port) = try await tracker()
+        defer { t.stop() }
+        func report(naming peer: String) -> SwarmMessage {
+            var m = SwarmMessage(type: "report")
+            m.peerId = peer
+            m.object = String(repeating: "ab", count: 32)
+            m.piece = 0
+            return m
+        }
+        let login = SwarmMessage.login(LoginProof.sign(appID: "swarmgate", peerID: "reporter-1", secret: Self.secret), url: "http://127.0.0.1:9")
+        _ = try await WSExchange.run(
+            "ws://127.0.0.1:\(port)/swarm/v1/ws", send: [login, report(naming: "ghost-peer-1"), report(naming: "reporter-1")], replies: 1,
+            hold: .milliseconds(300))
+        _ = try await t.waitForStderr(#/(peer=reporter-1)[^\n]*bad piece reported/#)
+        #expect(!t.stderr.contains("ghost-peer-1"), "\(t.stderr)")
+    }
+
     /// Logs in as `peer` to the tracker on `port`, then, once welcomed, has `misbehave` write
     /// what it will; returns the tracker's text replies and how it closed (30 s at most).
     func loggedIn(

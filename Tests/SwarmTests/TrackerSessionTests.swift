@@ -87,6 +87,7 @@ struct TrackerSessionTests {
             #expect(c.sent.withLock { $0.first?.reason } == (answer == "refused" ? LoginRefusal.banned.rawValue : nil), "\(peer) at \(url)")
         }
         #expect(Set(tracker.offenceRecords.keys) == ["http://liar.example:8080", "http://recent-offences.example"], "what no longer counts is not kept")
+        #expect(Set(try storage.offences().keys) == ["http://liar.example:8080", "http://recent-offences.example"], "nor in the file")
     }
 
     /// A peer id is what a node makes (`node-` and 13 more) or alike: 1 to 128 of

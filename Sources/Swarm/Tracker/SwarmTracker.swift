@@ -136,8 +136,12 @@ public final class SwarmTracker: Sendable {
         self.offenceLog = offenceLog
         do {
             let now = Date(), memory = Double(banTime.milliseconds) / 1000
-            let kept = try offenceLog?.offences().filter { $0.value.matters(at: now, memory: memory) } ?? [:]
+            let all = try offenceLog?.offences() ?? [:]
+            let kept = all.filter { $0.value.matters(at: now, memory: memory) }
             state.withLock { $0.offences = kept }
+            // What no longer counts leaves the file too (each start's, so the table holds what
+            // counted within a ban's time of the last start).
+            for key in all.keys where kept[key] == nil { try offenceLog?.record(nil, for: key) }
         } catch {
             // The tracker still works; only what was proven before this start is not known.
             logger.warning("cannot read the peers' offences: bans from before this start are not kept", metadata: ["error": "\(error)"])
@@ -694,10 +698,15 @@ public final class SwarmTracker: Sendable {
                 }
             }
         }
-        logger.warning("bad piece reported", metadata: [
-            "peer": "\(bad)", "object": "\(object)", "piece": "\(piece.map(String.init) ?? "-")", "by": "\(reporter)",
-            "audit": "\(queued ? "queued" : "none")",
-        ])
+        // A report of a peer not logged in is not worth a warning: a node sending them at its
+        // message rate wrote a line each (190 KB a second).
+        let known = queued || state.withLock { $0.sessions[bad] != nil }
+        logger.log(
+            level: known ? .warning : .debug, "bad piece reported",
+            metadata: [
+                "peer": "\(bad)", "object": "\(object)", "piece": "\(piece.map(String.init) ?? "-")", "by": "\(reporter)",
+                "audit": "\(queued ? "queued" : "none")",
+            ])
     }
 
     /// Keys of recent audits kept, at most.
