@@ -129,6 +129,7 @@ public final class TrackerLink: Service, Sendable {
         return Swift.min(doubled, max) * Double.random(in: 0.5...1)
     }
 
+    /// What a session's login watchdog and its connection tell each other.
     final class SessionMarks: Sendable {
         let welcomed = Atomic<Bool>(false)
         let timedOut = Atomic<Bool>(false)
@@ -167,66 +168,66 @@ public final class TrackerLink: Service, Sendable {
             // timeout, for good (12 s for each new live segment; found by an attack).
             let configuration = WebSocketClientConfiguration(autoPing: .enabled(timePeriod: Self.autoPing))
             _ = try await withTaskCancellationHandler {
-            try await WebSocketClient.connect(url: c.url, configuration: configuration, eventLoopGroup: loop, logger: logger) { inbound, outbound, _ in
-                // A message larger than a frame (16 KiB: a login's `have`, a long `prepare`)
-                // goes out as several, one message at a time so that no other comes between.
-                let send = SerialSender { text in try await outbound.writeTextMessage(text) }.send
-                try await send(SwarmMessage.login(LoginProof.sign(appID: c.appID, peerID: c.peerID.current, secret: c.secret), url: c.publicURL()).json)
-                // Checksums of a 4 GiB object in 256 KiB pieces are about 1.1 MB of JSON.
-                var messages = inbound.messages(maxSize: 8 << 20).makeAsyncIterator()
-                guard case .text(let first)? = try await messages.next(), let welcome = SwarmMessage(json: first) else { return }
-                marks.welcomed.store(true, ordering: .releasing)
-                guard welcome.type == "welcome" else {
-                    box.withLock { $0 = "refused: \(welcome.reason ?? "?")" }
-                    if welcome.reason == LoginRefusal.peerInUse.rawValue {
-                        self.peerIDInUse(heardAgo: welcome.heardAgo)
-                    } else {
-                        // A setting to mend (the app id, the secret, the clock, the peer URL), not
-                        // a ban: a banned node still serves from its cache and the CDN.
-                        let settings: [LoginRefusal] = [.unknownApp, .badSignature, .stale, .badURL, .badPeerID]
-                        if let reason = welcome.reason, settings.contains(where: { $0.rawValue == reason }) {
-                            self.state.withLock { $0.refusal = reason }
+                try await WebSocketClient.connect(url: c.url, configuration: configuration, eventLoopGroup: loop, logger: logger) { inbound, outbound, _ in
+                    // A message larger than a frame (16 KiB: a login's `have`, a long `prepare`)
+                    // goes out as several, one message at a time so that no other comes between.
+                    let send = SerialSender { text in try await outbound.writeTextMessage(text) }.send
+                    try await send(SwarmMessage.login(LoginProof.sign(appID: c.appID, peerID: c.peerID.current, secret: c.secret), url: c.publicURL()).json)
+                    // Checksums of a 4 GiB object in 256 KiB pieces are about 1.1 MB of JSON.
+                    var messages = inbound.messages(maxSize: 8 << 20).makeAsyncIterator()
+                    guard case .text(let first)? = try await messages.next(), let welcome = SwarmMessage(json: first) else { return }
+                    marks.welcomed.store(true, ordering: .releasing)
+                    guard welcome.type == "welcome" else {
+                        box.withLock { $0 = "refused: \(welcome.reason ?? "?")" }
+                        if welcome.reason == LoginRefusal.peerInUse.rawValue {
+                            self.peerIDInUse(heardAgo: welcome.heardAgo)
+                        } else {
+                            // A setting to mend (the app id, the secret, the clock, the peer URL), not
+                            // a ban: a banned node still serves from its cache and the CDN.
+                            let settings: [LoginRefusal] = [.unknownApp, .badSignature, .stale, .badURL, .badPeerID]
+                            if let reason = welcome.reason, settings.contains(where: { $0.rawValue == reason }) {
+                                self.state.withLock { $0.refusal = reason }
+                            }
+                            self.logger.error("tracker refused the login", metadata: ["reason": "\(welcome.reason ?? "?")"])
                         }
-                        self.logger.error("tracker refused the login", metadata: ["reason": "\(welcome.reason ?? "?")"])
+                        return
                     }
-                    return
-                }
-                self.state.withLock { s in
-                    s.send = send
-                    s.logins += 1
-                    s.inUseSince = nil
-                    s.refusal = nil
-                }
-                self.logger.info("logged in to the tracker", metadata: ["tracker": "\(c.url)"])
-                defer { self.disconnected() }
-                for refs in self.state.withLock({ s in defer { s.unsent = [] }; return s.unsent }) {
-                    var m = SwarmMessage(type: "prepare")
-                    m.refs = refs
-                    try await send(m.json)
-                }
-                let objects = self.held()
-                if !objects.isEmpty {
-                    try await self.send(type: "have", objects: objects, whole: true)
-                    // An object let go while the list went out (a large one goes in several
-                    // messages) had its `lost` sent before the message that named it, which the
-                    // tracker took after it: it is said again now.
-                    let still = Set(self.held())
-                    let gone = objects.filter { !still.contains($0) }
-                    if !gone.isEmpty { try await self.send(type: "lost", objects: gone) }
-                }
-                let beat = Duration.seconds(max(1, welcome.heartbeat ?? 10))
-                let pinger = Task {
-                    while !Task.isCancelled {
-                        try await Task.sleep(for: beat)
-                        try await send(SwarmMessage(type: "ping").json)
+                    self.state.withLock { s in
+                        s.send = send
+                        s.logins += 1
+                        s.inUseSince = nil
+                        s.refusal = nil
+                    }
+                    self.logger.info("logged in to the tracker", metadata: ["tracker": "\(c.url)"])
+                    defer { self.disconnected() }
+                    for refs in self.state.withLock({ s in defer { s.unsent = [] }; return s.unsent }) {
+                        var m = SwarmMessage(type: "prepare")
+                        m.refs = refs
+                        try await send(m.json)
+                    }
+                    let objects = self.held()
+                    if !objects.isEmpty {
+                        try await self.send(type: "have", objects: objects, whole: true)
+                        // An object let go while the list went out (a large one goes in several
+                        // messages) had its `lost` sent before the message that named it, which the
+                        // tracker took after it: it is said again now.
+                        let still = Set(self.held())
+                        let gone = objects.filter { !still.contains($0) }
+                        if !gone.isEmpty { try await self.send(type: "lost", objects: gone) }
+                    }
+                    let beat = Duration.seconds(max(1, welcome.heartbeat ?? 10))
+                    let pinger = Task {
+                        while !Task.isCancelled {
+                            try await Task.sleep(for: beat)
+                            try await send(SwarmMessage(type: "ping").json)
+                        }
+                    }
+                    defer { pinger.cancel() }
+                    while let message = try await messages.next() {
+                        guard case .text(let text) = message, let m = SwarmMessage(json: text) else { continue }
+                        self.received(m)
                     }
                 }
-                defer { pinger.cancel() }
-                while let message = try await messages.next() {
-                    guard case .text(let text) = message, let m = SwarmMessage(json: text) else { continue }
-                    self.received(m)
-                }
-            }
             } onCancel: {
                 loop.shutdownGracefully { _ in }
             }
