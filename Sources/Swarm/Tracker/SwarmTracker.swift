@@ -50,6 +50,7 @@ public final class SwarmTracker: Sendable {
             sessions[peer] = session
         }
 
+        /// Whether peers at the URL of ban key `key` are banned at `now`.
         func isBanned(key: String, at now: Date) -> Bool {
             offences[key]?.bannedUntil.map { $0 > now } ?? false
         }
@@ -141,7 +142,7 @@ public final class SwarmTracker: Sendable {
             state.withLock { $0.offences = kept }
             // What no longer counts leaves the file too (each start's, so the table holds what
             // counted within a ban's time of the last start).
-            for key in all.keys where kept[key] == nil { try offenceLog?.record(nil, for: key) }
+            for key in all.keys where kept[key] == nil { try? offenceLog?.record(nil, for: key) }
         } catch {
             // The tracker still works; only what was proven before this start is not known.
             logger.warning("cannot read the peers' offences: bans from before this start are not kept", metadata: ["error": "\(error)"])
@@ -770,7 +771,7 @@ public final class SwarmTracker: Sendable {
         }
     }
 
-    /// What audits proved against peers and still counts, by peer.
+    /// What audits proved against peers and still counts, by ban key (`banKey`).
     var offenceRecords: [String: PeerOffences] { state.withLock { $0.offences } }
 
     /// Ends sessions silent for three heartbeats (their connections end on their next message).
