@@ -21,7 +21,13 @@ enum TrackerEndpoint {
             }
         }
         let gate = LoginGate()
-        let configuration = HTTP1WebSocketUpgradeChannel.Configuration(http1: .init(idleTimeout: idleTimeout))
+        // WebSocket pings every `pingPeriod`, as nodes send the tracker: a node that answers
+        // none (its host hung, a network black hole) has its connection closed, and its session
+        // ends, so that wants stop naming it. With the 30 s default, and sessions ending after
+        // three silent heartbeats, a frozen node was handed out for 30 to 55 s, and every node
+        // asking for an object it held paid a piece's deadline.
+        let configuration = HTTP1WebSocketUpgradeChannel.Configuration(
+            http1: .init(idleTimeout: idleTimeout), ws: .init(autoPing: .enabled(timePeriod: pingPeriod)))
         // Until a connection's first request head, Hummingbird watches neither its idleness nor
         // malformed requests on an upgradable channel (`FirstRequestGuard`); an upgrade that
         // fails (a request after the upgrade request, or a body with it) ends the handling
@@ -79,6 +85,9 @@ enum TrackerEndpoint {
     /// that runs no tracker) before it is closed: a player's keep-alive outlasts a segment,
     /// a client that sends nothing or half a request does not hold a descriptor for ever.
     static let idleTimeout: TimeAmount = .seconds(60)
+
+    /// How often the tracker pings each node's connection (`server`).
+    static let pingPeriod: Duration = .seconds(4)
 
     /// Connections upgraded at once that have not sent their first message, at most: in all,
     /// and from one address (an IPv6 one by its /64). With the first bound alone, one client

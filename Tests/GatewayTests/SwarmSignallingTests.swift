@@ -321,6 +321,26 @@ final class SwarmSignallingTests {
         try await Live.waitForLogins(a, 1)
     }
 
+    /// A node that stops answering (its host hung, a network black hole) leaves the tracker's
+    /// sessions within seconds: the tracker pings every node's connection every 4 s and closes
+    /// one that answers none until the next, so wants stop naming it. With the WebSocket
+    /// default (30 s) and sessions ending after three silent heartbeats, a frozen node was
+    /// handed out for 30 to 55 s (found by a review freezing peers).
+    @Test func aNodeThatStopsAnsweringLeavesTheTrackersSessionsWithinSeconds() async throws {
+        let swarm = try await loggedInNode()
+        defer { swarm.stop() }
+        let trackerPort = try #require(Int(try await swarm.tracker.waitForStderr(#/listening on 127\.0\.0\.1:(\d+)/#)))
+        #expect(try await peers(trackerPort).count == 1)
+        let node = swarm.node.process.processIdentifier
+        kill(node, SIGSTOP)
+        defer { kill(node, SIGCONT) }
+        let stopped = ContinuousClock.now
+        while try await !peers(trackerPort).isEmpty && ContinuousClock.now - stopped < .seconds(25) {
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        #expect(ContinuousClock.now - stopped < .seconds(15), "the frozen node was a session for \(ContinuousClock.now - stopped)")
+    }
+
     /// An object no playlist listed waits for the tracker's registry to hear from the origin,
     /// up to 12 s: a tracker that stopped answering (a hung host; the connection stays open
     /// until WebSocket pings end it, 4 to 8 s after) held each such player about 8 s before
