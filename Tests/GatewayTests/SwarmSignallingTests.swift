@@ -321,6 +321,18 @@ final class SwarmSignallingTests {
         try await Live.waitForLogins(a, 1)
     }
 
+    /// A node that reads its connection stays a session however long it holds it: the
+    /// tracker's pings are answered (a client reads them as it reads messages).
+    @Test func aNodeReadingItsConnectionStaysPastThePings() async throws {
+        let (t, port) = try await tracker()
+        defer { t.stop() }
+        let login = SwarmMessage.login(LoginProof.sign(appID: "swarmgate", peerID: "reader", secret: Self.secret), url: "http://127.0.0.1:9")
+        let held = Task { try await WSExchange.run("ws://127.0.0.1:\(port)/swarm/v1/ws", send: [login], replies: 1, hold: .seconds(12)) }
+        defer { held.cancel() }
+        try await Task.sleep(for: .seconds(10))
+        #expect(try await peers(port) == ["reader"], "still a session after two and a half ping periods")
+    }
+
     /// A node that stops answering (its host hung, a network black hole) leaves the tracker's
     /// sessions within seconds: the tracker pings every node's connection every 4 s and closes
     /// one that answers none until the next, so wants stop naming it. With the WebSocket
@@ -712,7 +724,7 @@ extension SwarmSignallingTests {
 }
 
 /// One WebSocket conversation with a tracker: sends `send` in order, collects `replies` text
-/// messages (or fewer, if the tracker closes), then holds the connection for `hold`.
+/// messages (or fewer, if the tracker closes), then holds the connection for `hold`, reading on.
 enum WSExchange {
     /// Sends `send`, collects `replies` answers and holds the connection `hold` longer. Fewer
     /// answers than asked for within `timeout`: the connection is given up and what came is
@@ -740,13 +752,27 @@ enum WSExchange {
     ) async throws {
         try await WebSocketClient.connect(url: url, logger: Logger(label: "test")) { inbound, outbound, _ in
             for m in send { try await outbound.write(.text(m.json)) }
-            var messages = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
-            while got.messages.withLock({ $0.count }) < replies, let message = try await messages.next() {
-                if case .text(let text) = message, let m = SwarmMessage(json: text) { got.messages.withLock { $0.append(m) } }
+            // Read on while held, as a node does: the tracker's WebSocket pings are answered
+            // only while the connection is read, and one unanswered until the next ends it.
+            var closing: Task<Void, any Error>?
+            defer { closing?.cancel() }
+            func holdOnceCollected() {
+                guard closing == nil, got.messages.withLock({ $0.count }) >= replies else { return }
+                onReplies()
+                closing = Task { try await Task.sleep(for: hold); try await outbound.close(.normalClosure, reason: nil) }
             }
-            onReplies()
-            try await Task.sleep(for: hold)
-            try await outbound.close(.normalClosure, reason: nil)
+            holdOnceCollected()
+            // Reading does not end for a cancel (the run's timeout, a test done with its peer):
+            // closing the connection does.
+            try await withTaskCancellationHandler {
+                for try await message in inbound.messages(maxSize: 1 << 20) {
+                    guard closing == nil else { continue }
+                    if case .text(let text) = message, let m = SwarmMessage(json: text) { got.messages.withLock { $0.append(m) } }
+                    holdOnceCollected()
+                }
+            } onCancel: {
+                Task { try? await outbound.close(.normalClosure, reason: nil) }
+            }
         }
     }
 }
