@@ -71,7 +71,7 @@ public struct GatewayServer: Sendable {
             let host = LocalRegistryHost(node: node, seedPeerID: peerID.current, wait: c.originIdleTimeout, publicURL: { responder.currentPublicURL })
             let tracker = SwarmTracker(
                 appID: credentials.appID, secret: credentials.secret, messagesPerSecond: c.nodeMessageRate, host: host,
-                nonceLog: node.loginNonces, offenceLog: node.offenceLog, logger: logger)
+                nonceLog: node.trackerRecords, offenceLog: node.trackerRecords, logger: logger)
             // Weak: the tracker holds the node (its host), which holds these.
             node.prepareQueue.onFinished { [weak tracker] ref in tracker?.preparationEnded(ref) }
             node.onCopyDropped { [weak tracker] key, checksums in tracker?.copyDropped(key.id, copy: checksums.fingerprint) }

@@ -19,10 +19,12 @@ public struct XResID: Hashable, Sendable, CustomStringConvertible {
         value = MD5.hex(bytes)
     }
 
-    static func isValid<C: Collection<UInt8>>(_ v: C) -> Bool {
+    /// Whether `v` is 1 to 128 of `[A-Za-z0-9._-]`, and of `also` (the tracker takes peer
+    /// ids of the same alphabet and `:`).
+    public static func isValid<C: Collection<UInt8>>(_ v: C, also: UInt8? = nil) -> Bool {
         guard (1...128).contains(v.count) else { return false }
         return v.allSatisfy { c in
-            URIComponents.isAlpha(c) || (c >= 0x30 && c <= 0x39) || c == 0x2E || c == 0x5F || c == 0x2D
+            URIComponents.isAlpha(c) || (c >= 0x30 && c <= 0x39) || c == 0x2E || c == 0x5F || c == 0x2D || c == also
         }
     }
 

@@ -13,11 +13,9 @@ public final class SwarmNode: Sendable {
     public let store: PieceStore
     public let registry: ChecksumRegistry
     public let prepareQueue: PrepareQueue
-    /// Where the tracker this node runs (without `--tracker`) keeps login nonces: the
-    /// registry's file, so that a restart does not forget them.
-    public let loginNonces: any NonceLog
-    /// Where the tracker this node runs keeps the peers' offences and bans.
-    public let offenceLog: any OffenceLog
+    /// Where the tracker this node runs (without `--tracker`) keeps login nonces and the
+    /// peers' offences and bans: the registry's file, so that a restart forgets none of them.
+    public let trackerRecords: any NonceLog & OffenceLog
     /// How far ahead of a playlist's players its objects are prepared (when this node's
     /// registry prepares them: it runs no `link`, or it is the tracker's).
     public let readAhead: ReadAheadWindow
@@ -178,8 +176,7 @@ public final class SwarmNode: Sendable {
         let storage: SQLiteRegistryStorage
         do {
             storage = try SQLiteRegistryStorage(path: registryPath)
-            loginNonces = storage
-            offenceLog = storage
+            trackerRecords = storage
             // Pieces are served only against the registry's checksums: without them they are
             // dead weight in the store, and an announced holder that cannot serve.
             registry = try ChecksumRegistry(storage: storage, capacity: registryEntries, logger: logger) { [store] keys in store.remove(keys) }

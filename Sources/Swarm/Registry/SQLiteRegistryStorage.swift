@@ -30,7 +30,7 @@ public final class SQLiteRegistryStorage: RegistryStorage, NonceLog, OffenceLog 
                         name TEXT PRIMARY KEY, refs BLOB NOT NULL, planned REAL NOT NULL);
                     CREATE TABLE IF NOT EXISTS login_nonces (nonce TEXT PRIMARY KEY, seen REAL NOT NULL);
                     CREATE TABLE IF NOT EXISTS peer_offences (
-                        peer TEXT PRIMARY KEY, offences INTEGER NOT NULL, last REAL NOT NULL, banned_until REAL);
+                        url TEXT PRIMARY KEY, offences INTEGER NOT NULL, last REAL NOT NULL, banned_until REAL);
                     """)
                 // Registries from before the source URL was kept gain its column (empty).
                 let columns = try Row.fetchAll(db, sql: "PRAGMA table_info(registry_objects)").map { $0["name"] as String }
@@ -220,27 +220,27 @@ public final class SQLiteRegistryStorage: RegistryStorage, NonceLog, OffenceLog 
     public func offences() throws -> [String: PeerOffences] {
         try database.read { db in
             var found: [String: PeerOffences] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT peer, offences, last, banned_until FROM peer_offences") {
+            for row in try Row.fetchAll(db, sql: "SELECT url, offences, last, banned_until FROM peer_offences") {
                 // A row of another shape (written by hand) is skipped, not trapped on.
-                guard let peer: String = row.converted("peer"), let count: Int = row.converted("offences"),
+                guard let url: String = row.converted("url"), let count: Int = row.converted("offences"),
                     let last: Double = row.converted("last")
                 else { continue }
                 let until: Double? = row.converted("banned_until")
-                found[peer] = PeerOffences(count: count, last: Date(timeIntervalSince1970: last), bannedUntil: until.map(Date.init(timeIntervalSince1970:)))
+                found[url] = PeerOffences(count: count, last: Date(timeIntervalSince1970: last), bannedUntil: until.map(Date.init(timeIntervalSince1970:)))
             }
             return found
         }
     }
 
-    public func record(_ record: PeerOffences?, for peer: String) throws {
+    public func record(_ record: PeerOffences?, for url: String) throws {
         try database.write { db in
             guard let record else {
-                try db.execute(sql: "DELETE FROM peer_offences WHERE peer = ?", arguments: [peer])
+                try db.execute(sql: "DELETE FROM peer_offences WHERE url = ?", arguments: [url])
                 return
             }
             try db.execute(
-                sql: "INSERT OR REPLACE INTO peer_offences (peer, offences, last, banned_until) VALUES (?, ?, ?, ?)",
-                arguments: [peer, record.count, record.last.timeIntervalSince1970, record.bannedUntil?.timeIntervalSince1970])
+                sql: "INSERT OR REPLACE INTO peer_offences (url, offences, last, banned_until) VALUES (?, ?, ?, ?)",
+                arguments: [url, record.count, record.last.timeIntervalSince1970, record.bannedUntil?.timeIntervalSince1970])
         }
     }
 

@@ -1,7 +1,7 @@
 import Foundation
 
-/// What the tracker proved against a peer: bad pieces its audits confirmed, the last one's
-/// time, and until when the peer is banned (nil: not banned).
+/// What the tracker proved against the peers at one URL: bad pieces its audits confirmed, the
+/// last one's time, and until when peers at the URL are banned (nil: not banned).
 public struct PeerOffences: Sendable, Equatable {
     public var count: Int
     public var last: Date
@@ -22,12 +22,11 @@ public struct PeerOffences: Sendable, Equatable {
     }
 }
 
-/// Where a tracker keeps what it proved against peers, so that a restart does not hand a
-/// banned peer out again (a node whose disk rots keeps its peer id across the restart and
-/// would be asked again, and a liar would need no new id).
+/// Where a tracker keeps what it proved against peers, by URL (`SwarmTracker.banKey`), so
+/// that a restart does not hand a banned peer out again.
 public protocol OffenceLog: Sendable {
-    /// Every peer's record.
+    /// Every URL's record.
     func offences() throws -> [String: PeerOffences]
-    /// Keeps `record` for `peer` (nil: forgets the peer).
-    func record(_ record: PeerOffences?, for peer: String) throws
+    /// Keeps `record` for `url` (nil: forgets it).
+    func record(_ record: PeerOffences?, for url: String) throws
 }

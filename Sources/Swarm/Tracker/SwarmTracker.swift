@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Manifest
 import PieceStore
 import Synchronization
 
@@ -387,12 +388,7 @@ public final class SwarmTracker: Sendable {
     /// A peer id: 1 to 128 of `A-Z a-z 0-9 . _ : -` (a node makes `node-` and 13 more).
     /// Anything else is refused at login before it is logged or handed out: ids of 15 KB, or
     /// with line breaks or terminal escapes, went into the tracker's log and every `peers`.
-    static func isPeerID(_ id: String) -> Bool {
-        (1...128).contains(id.utf8.count)
-            && id.utf8.allSatisfy { c in
-                (c >= 0x30 && c <= 0x3A) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2E || c == 0x5F || c == 0x2D
-            }
-    }
+    static func isPeerID(_ id: String) -> Bool { XResID.isValid(id.utf8, also: UInt8(ascii: ":")) }
 
     static func isPeerURL(_ url: String) -> Bool {
         guard let c = URLComponents(string: url), let scheme = c.scheme?.lowercased(), scheme == "http" || scheme == "https",
