@@ -122,6 +122,7 @@ let package = Package(
             dependencies: [
                 "Gateway", "swarmgate", "Swarm", "PieceStore", "TestScratch",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSwift),
         // DASH rewriting; depends on the executable too so that `swarmgate rewrite` is built for its CLI test.

@@ -16,6 +16,8 @@ public final class InFlightResponses: Sendable {
         /// their ends: a stop waits for those.
         var ended: [WeakChannel?] = Array(repeating: nil, count: InFlightResponses.endedKept)
         var next = 0
+        /// The channels of the responses being made and sent, by token.
+        var sending: [ObjectIdentifier: WeakChannel] = [:]
     }
 
     /// A channel held weakly: a closed one is let go.
@@ -45,8 +47,10 @@ public final class InFlightResponses: Sendable {
 
         deinit {
             let channel = channel
+            let me = ObjectIdentifier(self)
             owner.state.withLock { s in
                 s.count -= 1
+                s.sending[me] = nil
                 guard let channel else { return }
                 s.ended[s.next] = WeakChannel(channel: channel)
                 s.next = (s.next + 1) % InFlightResponses.endedKept
@@ -57,8 +61,12 @@ public final class InFlightResponses: Sendable {
     /// A token for a response that begins now on `channel` (during a stop too: the server
     /// still answers until the responses end, and one it began would be cut as the others were).
     public func begin(on channel: (any Channel)?) -> Token {
-        state.withLock { $0.count += 1 }
-        return Token(self, channel)
+        let token = Token(self, channel)
+        state.withLock { s in
+            s.count += 1
+            if let channel { s.sending[ObjectIdentifier(token)] = WeakChannel(channel: channel) }
+        }
+        return token
     }
 
     /// Responses not yet done.
@@ -81,8 +89,10 @@ public final class InFlightResponses: Sendable {
     }
 
     /// Marks the stop, then waits until no response is being written and the channels of
-    /// those written have handed what they buffered to their sockets, `limit` at most.
-    /// Returns how many responses were left (being written, or buffered).
+    /// those written have handed what they buffered to their sockets, `limit` at most. The
+    /// connections of the responses left then (being written, or buffered: a player that
+    /// stopped reading) are closed: the server's stop waits for every connection to close, and
+    /// one such player held it for good. Returns how many responses were left.
     func drain(within limit: Duration) async -> Int {
         state.withLock { $0.stopping = true }
         let end = ContinuousClock.now + limit
@@ -91,9 +101,13 @@ public final class InFlightResponses: Sendable {
         }
         let written = state.withLock { s in s.ended.compactMap { $0?.channel }.filter(\.isActive) }
         var left = count
+        var cut: [any Channel] = []
         for channel in written where await Self.stillBuffers(channel, after: end - ContinuousClock.now) {
             left += 1
+            cut.append(channel)
         }
+        cut += state.withLock { s in s.sending.values.compactMap(\.channel) }
+        for channel in cut { channel.close(promise: nil) }
         return left
     }
 }
@@ -114,7 +128,7 @@ struct ResponseDrain: Service {
         // With none in flight too: one that ended just before may still be in its channel.
         let left = await responses.drain(within: limit)
         if left > 0 {
-            logger.warning("stopping with responses still in flight", metadata: ["responses": "\(left)", "waited": "\(limit)"])
+            logger.warning("stopping with responses still in flight: their connections are closed", metadata: ["responses": "\(left)", "waited": "\(limit)"])
         }
     }
 }

@@ -25,9 +25,11 @@ enum TrackerEndpoint {
         // none (its host hung, a network black hole) has its connection closed, and its session
         // ends, so that wants stop naming it. With the 30 s default, and sessions ending after
         // three silent heartbeats, a frozen node was handed out for 30 to 55 s, and every node
-        // asking for an object it held paid a piece's deadline.
+        // asking for an object it held paid a piece's deadline. A stop closes every node's
+        // connection and waits `closeTimeout` at most for its answer: a frozen node answers
+        // none, and with the 15 s default the tracker's stop waited for it that long.
         let configuration = HTTP1WebSocketUpgradeChannel.Configuration(
-            http1: .init(idleTimeout: idleTimeout), ws: .init(autoPing: .enabled(timePeriod: pingPeriod)))
+            http1: .init(idleTimeout: idleTimeout), ws: .init(autoPing: .enabled(timePeriod: pingPeriod), closeTimeout: closeTimeout))
         // Until a connection's first request head, Hummingbird watches neither its idleness nor
         // malformed requests on an upgradable channel (`FirstRequestGuard`); an upgrade that
         // fails (a request after the upgrade request, or a body with it) ends the handling
@@ -70,6 +72,12 @@ enum TrackerEndpoint {
                     await withTaskCancellationHandler { await serving.value } onCancel: { serving.cancel() }
                 } onGracefulShutdown: {
                     Task { try? await outbound.close(.goingAway, reason: "tracker shutting down") }
+                    // A node that answers no close (a frozen host) held its connection open,
+                    // and the tracker's stop with it, for good: it is let go after a while.
+                    Task {
+                        try? await Task.sleep(for: closeTimeout)
+                        serving.cancel()
+                    }
                 }
                 deadline.cancel()
                 messages.leave()
@@ -88,6 +96,9 @@ enum TrackerEndpoint {
 
     /// How often the tracker pings each node's connection (`server`).
     static let pingPeriod: Duration = .seconds(4)
+    /// How long a node may take to answer the close of its connection when the tracker stops
+    /// (`upgrade`, and the WebSocket close handshake after it).
+    static let closeTimeout: Duration = .seconds(2)
 
     /// Connections upgraded at once that have not sent their first message, at most: in all,
     /// and from one address (an IPv6 one by its /64). With the first bound alone, one client

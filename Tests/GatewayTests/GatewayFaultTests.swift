@@ -184,6 +184,32 @@ final class GatewayFaultTests {
         #expect(r.closedCleanly && r.body == size, "the response in flight completes: \(r.body) of \(size) bytes")
         #expect(await g.waitForExit(timeout: .seconds(30)) == 0)
     }
+
+    /// A player that stopped reading (a frozen tab, a hung set-top box) does not hold a stop
+    /// past the 20 s it gives responses in flight: its connection is closed then, and the
+    /// gateway exits. The server waited for that connection for good, and only a SIGKILL
+    /// ended the gateway.
+    @Test func aPlayerThatStopsReadingDoesNotHoldAStopPastItsLimit() async throws {
+        let (origin, objectPort) = try await Live.objectOrigin()
+        defer { origin.stop() }
+        let (g, p) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(objectPort)"])
+        defer { g.stop() }
+        let path = "/xdfs.p2p.com/127.0.0.1:\(objectPort)/obj/unread.mp4?size=20000000"
+        _ = try await Live.whenReady("http://127.0.0.1:\(p)\(path)", headers: ["Range": "bytes=0-0"])
+        let fd = try HTTP.connectLoopback(port: p, receiveBuffer: 4096)
+        defer { close(fd) }
+        let request = "GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n"
+        _ = Array(request.utf8).withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count) }
+        // The head, then nothing more is read.
+        var head = [UInt8](repeating: 0, count: 12)
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        #expect(recv(fd, &head, head.count, Int32(MSG_WAITALL)) == 12 && String(decoding: head, as: UTF8.self) == "HTTP/1.1 200")
+        let (status, took) = await g.terminate(within: .seconds(40))
+        #expect(status == 0, "exit status \(String(describing: status)) after \(took)")
+        #expect(took >= .seconds(19) && took < .seconds(26), "the stop took \(took)")
+        #expect(g.stderr.contains("their connections are closed"))
+    }
 }
 
 /// SPEC section 5 without an allow list: only public addresses, checked on the address

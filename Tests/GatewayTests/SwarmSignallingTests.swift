@@ -4,6 +4,7 @@ import HummingbirdWSClient
 import Logging
 import NIOCore
 import PieceStore
+import ServiceLifecycle
 import Swarm
 import Synchronization
 import Testing
@@ -319,6 +320,68 @@ final class SwarmSignallingTests {
         #expect(ContinuousClock.now - stopping < .seconds(10), "a stop took \(ContinuousClock.now - stopping) while the login waited")
         kill(t.process.processIdentifier, SIGCONT)
         try await Live.waitForLogins(a, 1)
+    }
+
+    /// Which process of a swarm is stopped, and which one is frozen (SIGSTOP: a hung host; it
+    /// answers no WebSocket close, and its connection stays open) meanwhile.
+    enum StopCase: String, CaseIterable, Sendable {
+        case node, nodeOfAFrozenTracker, trackerOfAFrozenNode
+    }
+
+    /// A SIGTERM ends a node logged in to its tracker, and a tracker, within seconds and
+    /// cleanly, whether the other end answers the WebSocket close or is frozen. About one such
+    /// stop of a node in eight never ended (the connection's event loop was shut down under the
+    /// open WebSocket, whose close then waited on it for good; the tests' stops killed 17 nodes
+    /// a run after 10 s): the node cases pass by chance on that code, the next test shows the
+    /// race. A tracker with a frozen node never ended: it waited for that connection for good.
+    @Test(arguments: StopCase.allCases) func aStopEndsWithinSeconds(_ c: StopCase) async throws {
+        let swarm = try await loggedInNode()
+        defer { swarm.stop() }
+        let (stopped, frozen): (LiveProcess, LiveProcess?) =
+            switch c {
+            case .node: (swarm.node, nil)
+            case .nodeOfAFrozenTracker: (swarm.node, swarm.tracker)
+            case .trackerOfAFrozenNode: (swarm.tracker, swarm.node)
+            }
+        if let frozen { kill(frozen.process.processIdentifier, SIGSTOP) }
+        defer { if let frozen { kill(frozen.process.processIdentifier, SIGCONT) } }
+        let (status, took) = await stopped.terminate(within: .seconds(30))
+        #expect(status == 0 && stopped.process.endReason == .exit, "exit status \(String(describing: status)) after \(took); stderr:\n\(stopped.stderr.suffix(2000))")
+        // A frozen peer answers no close: 2 s at most are given to it.
+        #expect(took < (frozen == nil ? .seconds(2) : .seconds(6)), "the stop took \(took)")
+    }
+
+    /// The same, many times over, in this process: a node's stop is a graceful shutdown of its
+    /// services, the tracker link among them, and the link's close raced the shutdown of its
+    /// connection's event loop. About one stop in eight of a logged-in link never ended.
+    @Test func aLoggedInLinkEndsAtEveryGracefulShutdown() async throws {
+        let (t, port) = try await tracker()
+        defer { t.stop() }
+        let cache = Live.cacheFolder()
+        try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
+        let peerID = try PeerID(cacheDirectory: cache)
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        for round in 0..<40 {
+            let link = TrackerLink(
+                configuration: .init(url: "ws://127.0.0.1:\(port)/swarm/v1/ws", appID: "swarmgate", secret: Self.secret, peerID: peerID, publicURL: { "http://127.0.0.1:9" }),
+                held: { [] }, logger: logger)
+            let group = ServiceGroup(services: [link], logger: logger)
+            let running = Task { try await group.run() }
+            let loggingIn = ContinuousClock.now
+            while link.logins == 0 && ContinuousClock.now - loggingIn < .seconds(10) { try await Task.sleep(for: .milliseconds(5)) }
+            try #require(link.logins == 1, "round \(round): not logged in")
+            await group.triggerGracefulShutdown()
+            let stopping = ContinuousClock.now
+            let ended = Mutex(false)
+            let waiter = Task {
+                _ = try? await running.value
+                ended.withLock { $0 = true }
+            }
+            while !ended.withLock({ $0 }) && ContinuousClock.now - stopping < .seconds(8) { try await Task.sleep(for: .milliseconds(5)) }
+            waiter.cancel()
+            try #require(ended.withLock { $0 }, "round \(round): the link had not ended \(ContinuousClock.now - stopping) after the shutdown")
+        }
     }
 
     /// A node that reads its connection stays a session however long it holds it: the

@@ -129,113 +129,144 @@ public final class TrackerLink: Service, Sendable {
         return Swift.min(doubled, max) * Double.random(in: 0.5...1)
     }
 
-    /// What a session's login watchdog and its connection tell each other.
+    /// What a session's login watchdog, its connection and its end tell each other.
     final class SessionMarks: Sendable {
         let welcomed = Atomic<Bool>(false)
         let timedOut = Atomic<Bool>(false)
+        /// The connection's task returned.
+        let ended = Atomic<Bool>(false)
+        /// Why the connection ended, when it says more than that it closed.
+        let reason = Mutex<String>("closed")
     }
 
     /// How long a connection may take to be welcomed (TCP, the upgrade, the login's answer).
     static let loginTimeout = Duration.seconds(10)
+    /// How long the tracker may take to answer the WebSocket close of a connection that ends
+    /// (a stop, a login that timed out): a frozen tracker answers none.
+    static let closeTimeout = Duration.seconds(2)
+    /// How long after it was asked to end a connection may take before its event loop is shut
+    /// down under it: past the close handshake, only one still waiting for its upgrade's
+    /// answer, which no cancellation reaches.
+    static let forcedEndAfter = closeTimeout + .seconds(1)
 
     /// One connection, login to close. Returns why it ended.
     ///
-    /// The connection runs on an event loop of its own, shut down when the session ends, when
-    /// no welcome came within `loginTimeout`, or when the link is cancelled (a stop): a tracker
-    /// (or a balancer before it) that took the connection and then answered nothing, or closed
-    /// its side cleanly, left the upgrade waiting for good. The WebSocket client has no timeout
-    /// for it and cancelling does not reach it: the node never logged in again, and a SIGTERM
-    /// did not end it. Closing the loop's channels ends the wait.
+    /// The connection runs on an event loop of its own, in a task of its own. It is ended by
+    /// cancelling that task (the WebSocket client then closes it, with a close handshake of
+    /// `closeTimeout` at most) when no welcome came within `loginTimeout`, or when the link is
+    /// cancelled (a stop); if it has not ended `forcedEndAfter` later, its event loop is shut
+    /// down. A tracker (or a balancer before it) that took the connection and then answered
+    /// nothing, or closed its side cleanly, left the upgrade waiting for good: the WebSocket
+    /// client has no timeout for it and cancelling does not reach it, so the node never logged
+    /// in again and a SIGTERM did not end it. The loop is not shut down at once: under an open
+    /// WebSocket, the client's close then waited for good on the loop that was gone, and a
+    /// SIGTERM did not end a node logged in to its tracker.
     private func session() async -> String {
-        let c = configuration
-        let box = Mutex<String>("closed")
         let loop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let marks = SessionMarks()
+        let connection = Task { try await self.connect(loop: loop, marks: marks) }
         let watchdog = Task {
             try await Task.sleep(for: Self.loginTimeout)
             guard !marks.welcomed.load(ordering: .acquiring) else { return }
             marks.timedOut.store(true, ordering: .releasing)
-            try? await loop.shutdownGracefully()
+            Self.end(connection, loop: loop, marks: marks)
         }
         defer {
             watchdog.cancel()
             loop.shutdownGracefully { _ in }
         }
         do {
-            // WebSocket pings every `autoPing`: a tracker that answers none (its host hung, a
-            // network black hole; the connection stays open) has the connection closed, and the
-            // node serves without it and connects again. Every request to it waited its whole
-            // timeout, for good (12 s for each new live segment; found by an attack).
-            let configuration = WebSocketClientConfiguration(autoPing: .enabled(timePeriod: Self.autoPing))
-            _ = try await withTaskCancellationHandler {
-                try await WebSocketClient.connect(url: c.url, configuration: configuration, eventLoopGroup: loop, logger: logger) { inbound, outbound, _ in
-                    // A message larger than a frame (16 KiB: a login's `have`, a long `prepare`)
-                    // goes out as several, one message at a time so that no other comes between.
-                    let send = SerialSender { text in try await outbound.writeTextMessage(text) }.send
-                    try await send(SwarmMessage.login(LoginProof.sign(appID: c.appID, peerID: c.peerID.current, secret: c.secret), url: c.publicURL()).json)
-                    // Checksums of a 4 GiB object in 256 KiB pieces are about 1.1 MB of JSON.
-                    var messages = inbound.messages(maxSize: 8 << 20).makeAsyncIterator()
-                    guard case .text(let first)? = try await messages.next(), let welcome = SwarmMessage(json: first) else { return }
-                    marks.welcomed.store(true, ordering: .releasing)
-                    guard welcome.type == "welcome" else {
-                        box.withLock { $0 = "refused: \(welcome.reason ?? "?")" }
-                        if welcome.reason == LoginRefusal.peerInUse.rawValue {
-                            self.peerIDInUse(heardAgo: welcome.heardAgo)
-                        } else {
-                            // A setting to mend (the app id, the secret, the clock, the peer URL), not
-                            // a ban: a banned node still serves from its cache and the CDN.
-                            let settings: [LoginRefusal] = [.unknownApp, .badSignature, .stale, .badURL, .badPeerID]
-                            if let reason = welcome.reason, settings.contains(where: { $0.rawValue == reason }) {
-                                self.state.withLock { $0.refusal = reason }
-                            }
-                            self.logger.error("tracker refused the login", metadata: ["reason": "\(welcome.reason ?? "?")"])
-                        }
-                        return
-                    }
-                    self.state.withLock { s in
-                        s.send = send
-                        s.logins += 1
-                        s.inUseSince = nil
-                        s.refusal = nil
-                    }
-                    self.logger.info("logged in to the tracker", metadata: ["tracker": "\(c.url)"])
-                    defer { self.disconnected() }
-                    for refs in self.state.withLock({ s in defer { s.unsent = [] }; return s.unsent }) {
-                        var m = SwarmMessage(type: "prepare")
-                        m.refs = refs
-                        try await send(m.json)
-                    }
-                    let objects = self.held()
-                    if !objects.isEmpty {
-                        try await self.send(type: "have", objects: objects, whole: true)
-                        // An object let go while the list went out (a large one goes in several
-                        // messages) had its `lost` sent before the message that named it, which the
-                        // tracker took after it: it is said again now.
-                        let still = Set(self.held())
-                        let gone = objects.filter { !still.contains($0) }
-                        if !gone.isEmpty { try await self.send(type: "lost", objects: gone) }
-                    }
-                    let beat = Duration.seconds(max(1, welcome.heartbeat ?? 10))
-                    let pinger = Task {
-                        while !Task.isCancelled {
-                            try await Task.sleep(for: beat)
-                            try await send(SwarmMessage(type: "ping").json)
-                        }
-                    }
-                    defer { pinger.cancel() }
-                    while let message = try await messages.next() {
-                        guard case .text(let text) = message, let m = SwarmMessage(json: text) else { continue }
-                        self.received(m)
-                    }
-                }
+            try await withTaskCancellationHandler {
+                try await connection.value
             } onCancel: {
-                loop.shutdownGracefully { _ in }
+                Self.end(connection, loop: loop, marks: marks)
             }
         } catch {
-            box.withLock { $0 = "\(error)" }
+            marks.reason.withLock { $0 = "\(error)" }
         }
         if marks.timedOut.load(ordering: .acquiring) { return "no welcome within \(Self.loginTimeout)" }
-        return box.withLock { $0 }
+        return marks.reason.withLock { $0 }
+    }
+
+    /// Ends a session's connection (`session`).
+    private static func end(_ connection: Task<Void, any Error>, loop: MultiThreadedEventLoopGroup, marks: SessionMarks) {
+        connection.cancel()
+        Task {
+            try await Task.sleep(for: forcedEndAfter)
+            if !marks.ended.load(ordering: .acquiring) { loop.shutdownGracefully { _ in } }
+        }
+    }
+
+    /// The connection of one session, on `loop`: logs in, then sends and takes messages until
+    /// it closes. Why it ended goes in `marks.reason`.
+    private func connect(loop: MultiThreadedEventLoopGroup, marks: SessionMarks) async throws {
+        defer { marks.ended.store(true, ordering: .releasing) }
+        let c = configuration
+        // WebSocket pings every `autoPing`: a tracker that answers none (its host hung, a
+        // network black hole; the connection stays open) has the connection closed, and the
+        // node serves without it and connects again. Every request to it waited its whole
+        // timeout, for good (12 s for each new live segment; found by an attack).
+        let ws = WebSocketClientConfiguration(closeTimeout: Self.closeTimeout, autoPing: .enabled(timePeriod: Self.autoPing))
+        _ = try await WebSocketClient.connect(url: c.url, configuration: ws, eventLoopGroup: loop, logger: logger) { inbound, outbound, _ in
+            // A message larger than a frame (16 KiB: a login's `have`, a long `prepare`)
+            // goes out as several, one message at a time so that no other comes between.
+            let send = SerialSender { text in try await outbound.writeTextMessage(text) }.send
+            try await send(SwarmMessage.login(LoginProof.sign(appID: c.appID, peerID: c.peerID.current, secret: c.secret), url: c.publicURL()).json)
+            // Checksums of a 4 GiB object in 256 KiB pieces are about 1.1 MB of JSON.
+            var messages = inbound.messages(maxSize: 8 << 20).makeAsyncIterator()
+            guard case .text(let first)? = try await messages.next(), let welcome = SwarmMessage(json: first) else { return }
+            marks.welcomed.store(true, ordering: .releasing)
+            guard welcome.type == "welcome" else {
+                marks.reason.withLock { $0 = "refused: \(welcome.reason ?? "?")" }
+                if welcome.reason == LoginRefusal.peerInUse.rawValue {
+                    self.peerIDInUse(heardAgo: welcome.heardAgo)
+                } else {
+                    // A setting to mend (the app id, the secret, the clock, the peer URL), not
+                    // a ban: a banned node still serves from its cache and the CDN.
+                    let settings: [LoginRefusal] = [.unknownApp, .badSignature, .stale, .badURL, .badPeerID]
+                    if let reason = welcome.reason, settings.contains(where: { $0.rawValue == reason }) {
+                        self.state.withLock { $0.refusal = reason }
+                    }
+                    self.logger.error("tracker refused the login", metadata: ["reason": "\(welcome.reason ?? "?")"])
+                }
+                return
+            }
+            self.state.withLock { s in
+                s.send = send
+                s.logins += 1
+                s.inUseSince = nil
+                s.refusal = nil
+            }
+            self.logger.info("logged in to the tracker", metadata: ["tracker": "\(c.url)"])
+            defer { self.disconnected() }
+            for refs in self.state.withLock({ s in defer { s.unsent = [] }; return s.unsent }) {
+                var m = SwarmMessage(type: "prepare")
+                m.refs = refs
+                try await send(m.json)
+            }
+            let objects = self.held()
+            if !objects.isEmpty {
+                try await self.send(type: "have", objects: objects, whole: true)
+                // An object let go while the list went out (a large one goes in several
+                // messages) had its `lost` sent before the message that named it, which the
+                // tracker took after it: it is said again now.
+                let still = Set(self.held())
+                let gone = objects.filter { !still.contains($0) }
+                if !gone.isEmpty { try await self.send(type: "lost", objects: gone) }
+            }
+            let beat = Duration.seconds(max(1, welcome.heartbeat ?? 10))
+            let pinger = Task {
+                while !Task.isCancelled {
+                    try await Task.sleep(for: beat)
+                    try await send(SwarmMessage(type: "ping").json)
+                }
+            }
+            defer { pinger.cancel() }
+            while let message = try await messages.next() {
+                guard case .text(let text) = message, let m = SwarmMessage(json: text) else { continue }
+                self.received(m)
+            }
+        }
     }
 
     /// The tracker refused this node's id: a session from another URL holds it. That session

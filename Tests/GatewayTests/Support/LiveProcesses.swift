@@ -93,6 +93,15 @@ final class LiveProcess: @unchecked Sendable {
         process.waitForEnd(timeout: .seconds(10))
     }
 
+    /// Sends SIGTERM and waits, without holding a thread, `timeout` at most: the exit status
+    /// (nil if it still runs) and how long the stop took.
+    func terminate(within timeout: Duration) async -> (status: Int32?, took: Duration) {
+        let stopping = ContinuousClock.now
+        kill(process.processIdentifier, SIGTERM)
+        let status = await waitForExit(timeout: timeout)
+        return (status, ContinuousClock.now - stopping)
+    }
+
     /// Whether the process ended by itself within `timeout`, and its exit status.
     /// Waits without holding a thread: tests run on Swift's cooperative threads, as many as
     /// cores, so a test that blocked one for a whole `prepare --wait` (30 s and more) starved
