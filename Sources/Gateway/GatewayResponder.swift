@@ -106,8 +106,17 @@ public final class GatewayResponder: HTTPResponder {
     /// it end, and its channel hand on what it still buffers (`ResponseDrain`). (A wrapper
     /// around every large body cost 11 KB per slow connection; watching each channel until it
     /// had handed everything on cost the cached-object benchmark 8%.)
+    ///
+    /// The response is made in a task of its own, which a stop cancels when its time is up
+    /// (`InFlightResponses.drain`): one waiting on an origin (a head that does not come, a
+    /// playlist trickling in, a blocking reload held) waited for its own timeout, and the
+    /// stop with it (a minute and more, past systemd's 30 s).
     public func respond(to request: Request, context: Context) async throws -> Response {
-        try await Self.$sending.withValue(inFlight.begin(on: context.channel)) { try await answer(request, context: context) }
+        let token = inFlight.begin(on: context.channel)
+        let work = Task { try await Self.$sending.withValue(token) { try await answer(request, context: context) } }
+        token.onCut { work.cancel() }
+        defer { token.onCut(nil) }
+        return try await withTaskCancellationHandler { try await work.value } onCancel: { work.cancel() }
     }
 
     /// The in-flight token of the response being made, for a body that streams to hold.

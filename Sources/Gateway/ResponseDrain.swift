@@ -16,8 +16,13 @@ public final class InFlightResponses: Sendable {
         /// their ends: a stop waits for those.
         var ended: [WeakChannel?] = Array(repeating: nil, count: InFlightResponses.endedKept)
         var next = 0
-        /// The channels of the responses being made and sent, by token.
-        var sending: [ObjectIdentifier: WeakChannel] = [:]
+        /// The responses being made and sent, by token.
+        var sending: [ObjectIdentifier: WeakToken] = [:]
+    }
+
+    /// A token held weakly.
+    struct WeakToken {
+        weak var token: Token?
     }
 
     /// A channel held weakly: a closed one is let go.
@@ -38,7 +43,19 @@ public final class InFlightResponses: Sendable {
     /// buffer the response's end).
     public final class Token: Sendable {
         private let owner: InFlightResponses
-        private let channel: (any Channel)?
+        fileprivate let channel: (any Channel)?
+        /// What a stop calls to end the work on the response when its time is up.
+        private let cutHandler = Mutex<(@Sendable () -> Void)?>(nil)
+
+        /// Has a stop call `handler` if the response is still in flight when its time is up
+        /// (the work that makes it may wait on an origin, past the channel's close); nil
+        /// forgets it (it may hold what holds this token).
+        public func onCut(_ handler: (@Sendable () -> Void)?) { cutHandler.withLock { $0 = handler } }
+
+        fileprivate func cut() {
+            channel?.close(promise: nil)
+            cutHandler.withLock { $0 }?()
+        }
 
         fileprivate init(_ owner: InFlightResponses, _ channel: (any Channel)?) {
             self.owner = owner
@@ -64,7 +81,7 @@ public final class InFlightResponses: Sendable {
         let token = Token(self, channel)
         state.withLock { s in
             s.count += 1
-            if let channel { s.sending[ObjectIdentifier(token)] = WeakChannel(channel: channel) }
+            s.sending[ObjectIdentifier(token)] = WeakToken(token: token)
         }
         return token
     }
@@ -91,8 +108,10 @@ public final class InFlightResponses: Sendable {
     /// Marks the stop, then waits until no response is being written and the channels of
     /// those written have handed what they buffered to their sockets, `limit` at most. The
     /// connections of the responses left then (being written, or buffered: a player that
-    /// stopped reading) are closed: the server's stop waits for every connection to close, and
-    /// one such player held it for good. Returns how many responses were left.
+    /// stopped reading) are closed, and the work on those still being made is cancelled (it
+    /// may wait on an origin for its own timeout, up to two minutes): the server's stop waits
+    /// for every connection and every handler to end, and one such player held it for good.
+    /// Returns how many responses were left.
     func drain(within limit: Duration) async -> Int {
         state.withLock { $0.stopping = true }
         let end = ContinuousClock.now + limit
@@ -101,13 +120,11 @@ public final class InFlightResponses: Sendable {
         }
         let written = state.withLock { s in s.ended.compactMap { $0?.channel }.filter(\.isActive) }
         var left = count
-        var cut: [any Channel] = []
         for channel in written where await Self.stillBuffers(channel, after: end - ContinuousClock.now) {
             left += 1
-            cut.append(channel)
+            channel.close(promise: nil)
         }
-        cut += state.withLock { s in s.sending.values.compactMap(\.channel) }
-        for channel in cut { channel.close(promise: nil) }
+        for token in state.withLock({ s in s.sending.values.compactMap(\.token) }) { token.cut() }
         return left
     }
 }

@@ -210,6 +210,30 @@ final class GatewayFaultTests {
         #expect(took >= .seconds(19) && took < .seconds(26), "the stop took \(took)")
         #expect(g.stderr.contains("their connections are closed"))
     }
+
+    /// A player's response that still waits on its origin when those 20 s are up (a head that
+    /// does not come, with `--origin-idle-timeout 120`) does not hold the stop past them: the
+    /// work on it is cancelled. The stop waited for the origin's timeout (118 s here; a
+    /// trickling playlist or a held blocking reload did the same under the defaults, 30-60 s).
+    @Test func aResponseWaitingOnItsOriginDoesNotHoldAStopPastItsLimit() async throws {
+        let (fault, faultPort) = try await Live.faultOrigin()
+        defer { fault.stop() }
+        let (g, p) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(faultPort)", "--origin-idle-timeout", "120"])
+        defer { g.stop() }
+        let url = "http://127.0.0.1:\(p)/hls.vod.p2p.com/127.0.0.1:\(faultPort)/stall/held.ts?seconds=300&head=0&key=held"
+        let waiting = Task { try? await HTTP.get(url, timeout: 200) }
+        defer { waiting.cancel() }
+        // Until the origin holds the request.
+        let asked = ContinuousClock.now
+        while ContinuousClock.now - asked < .seconds(20) {
+            let inflight = try await HTTP.get("http://127.0.0.1:\(faultPort)/count/held").text.firstMatch(of: #/"inflight": (\d+)/#)
+            if let inflight, Int(inflight.1) ?? 0 > 0 { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let (status, took) = await g.terminate(within: .seconds(150))
+        #expect(status == 0, "exit status \(String(describing: status)) after \(took)")
+        #expect(took >= .seconds(19) && took < .seconds(26), "the stop took \(took)")
+    }
 }
 
 /// SPEC section 5 without an allow list: only public addresses, checked on the address

@@ -47,6 +47,27 @@ struct IdleConnectionTests {
     }
 }
 
+/// A stop of a gateway that runs its tracker, or of a tracker, ends a connection that has
+/// not sent its whole first request at once: nothing acted on the server's quiesce before a
+/// first request on these (upgradable) connections, and one that had sent nothing (a browser's
+/// preconnect, a balancer's TCP check) or half a request held the stop for a minute, past
+/// systemd's 30 s.
+@Suite("Idle connections at a stop")
+struct IdleConnectionsAtAStopTests {
+    @Test(arguments: ["", "GET /health HTTP/1.1\r\nHo", "GET /hea"]) func aConnectionWithoutItsFirstRequestDoesNotHoldAStop(sent: String) async throws {
+        let (g, port) = try await Live.gateway([])
+        defer { g.stop() }
+        let fd = try HTTP.connectLoopback(port: port)
+        defer { close(fd) }
+        if !sent.isEmpty { _ = Array(sent.utf8).withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count) } }
+        // Once the server has taken the connection: it answers another one's request.
+        #expect(try await HTTP.get("http://127.0.0.1:\(port)/health").status == 200)
+        let (status, took) = await g.terminate(within: .seconds(90))
+        #expect(status == 0, "exit status \(String(describing: status)) after \(took)")
+        #expect(took < .seconds(5), "the stop took \(took)")
+    }
+}
+
 /// A TCP connection on loopback, read without holding a thread.
 enum RawConnection {
     /// Connects to `port`, sends `send`, reads (and drops) what comes until the peer closes:

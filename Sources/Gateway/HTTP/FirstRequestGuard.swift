@@ -54,6 +54,20 @@ final class FirstRequestGuard: ChannelInboundHandler, RemovableChannelHandler {
         context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
     }
 
+    /// A stop quiesces the server: a connection whose first request has not come whole is
+    /// ended then (nothing after this handler acts on the quiesce before the first request:
+    /// a connection that had sent nothing, or half a request, held the stop for the whole
+    /// `deadline`, a minute, past systemd's 30 s).
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        guard event is ChannelShouldQuiesceEvent else {
+            context.fireUserInboundEventTriggered(event)
+            return
+        }
+        timer?.cancel()
+        timer = nil
+        Self.end(context)
+    }
+
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         guard error is HTTPParserError, !answered else {
             context.fireErrorCaught(error)
