@@ -57,7 +57,9 @@ extension GatewayResponder {
         // waited for: the CDN then sends the object once, and the player gets it from the swarm.
         let readyWithin = configuration.awaitPreparation ? peerDeadline(for: key) : .zero
         let asked = ContinuousClock.now
-        switch await node.resolve(key, url: proxy.origin.string, wait: wait, readyWithin: readyWithin) {
+        let (node, originURL) = (self.node, proxy.origin.string)
+        let stopping = SwarmNode.Resolution.notReady(ChecksumAnswer(state: .unavailable, reason: "the gateway is stopping"))
+        switch await Self.stoppable(cut: stopping, { await node.resolve(key, url: originURL, wait: wait, readyWithin: readyWithin) }) {
         case .ready(let e, let c):
             (entry, checksums) = (e, c)
         case .notReady(let answer):
