@@ -58,8 +58,16 @@ extension GatewayResponder {
         let readyWithin = configuration.awaitPreparation ? peerDeadline(for: key) : .zero
         let asked = ContinuousClock.now
         let (node, originURL) = (self.node, proxy.origin.string)
-        let stopping = SwarmNode.Resolution.notReady(ChecksumAnswer(state: .unavailable, reason: "the gateway is stopping"))
-        switch await Self.stoppable(cut: stopping, { await node.resolve(key, url: originURL, wait: wait, readyWithin: readyWithin) }) {
+        // Only a wait is cut by a stop (a cache hit pays no task of its own).
+        let resolution: SwarmNode.Resolution
+        if let now = node.resolveNow(key, url: originURL) {
+            resolution = now
+        } else {
+            resolution = await Self.stoppable(cut: .notReady(ChecksumAnswer(state: .unavailable, reason: "the gateway is stopping"))) {
+                await node.resolveLater(key, url: originURL, wait: wait, readyWithin: readyWithin)
+            }
+        }
+        switch resolution {
         case .ready(let e, let c):
             (entry, checksums) = (e, c)
         case .notReady(let answer):

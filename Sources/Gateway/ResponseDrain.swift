@@ -10,13 +10,12 @@ import Synchronization
 /// or a deploy cut its viewers' downloads.
 public final class InFlightResponses: Sendable {
     private struct State {
-        var count = 0
         var stopping = false
         /// The channels of the responses that ended last (weakly held), which may still buffer
         /// their ends: a stop waits for those.
         var ended: [WeakChannel?] = Array(repeating: nil, count: InFlightResponses.endedKept)
         var next = 0
-        /// The responses being made and sent, by token.
+        /// The responses being made and sent, by token (their count: the responses not yet done).
         var sending: [ObjectIdentifier: WeakToken] = [:]
     }
 
@@ -66,7 +65,6 @@ public final class InFlightResponses: Sendable {
             let channel = channel
             let me = ObjectIdentifier(self)
             owner.state.withLock { s in
-                s.count -= 1
                 s.sending[me] = nil
                 guard let channel else { return }
                 s.ended[s.next] = WeakChannel(channel: channel)
@@ -79,15 +77,12 @@ public final class InFlightResponses: Sendable {
     /// still answers until the responses end, and one it began would be cut as the others were).
     public func begin(on channel: (any Channel)?) -> Token {
         let token = Token(self, channel)
-        state.withLock { s in
-            s.count += 1
-            s.sending[ObjectIdentifier(token)] = WeakToken(token: token)
-        }
+        state.withLock { $0.sending[ObjectIdentifier(token)] = WeakToken(token: token) }
         return token
     }
 
     /// Responses not yet done.
-    public var count: Int { state.withLock { $0.count } }
+    public var count: Int { state.withLock { $0.sending.count } }
 
     /// Whether the stop has begun.
     public var isStopping: Bool { state.withLock { $0.stopping } }

@@ -266,12 +266,23 @@ public final class SwarmNode: Sendable {
     /// `readyWithin` (from the call) for a preparation under way that its progress says will
     /// end by then (`.zero`: not at all).
     public func resolve(_ key: ObjectKey, url: String, wait: Duration, readyWithin: Duration = .zero) async -> Resolution {
-        let link = link
+        if let ready = resolveNow(key, url: url) { return ready }
+        return await resolveLater(key, url: url, wait: wait, readyWithin: readyWithin)
+    }
+
+    /// `resolve`'s answer when it comes at once (the checksums are known here: a cache hit),
+    /// else nil, and `resolveLater` gives it.
+    public func resolveNow(_ key: ObjectKey, url: String) -> Resolution? {
         if link == nil { reached([key.id]) }
-        if let ready = registry.ready(key) {
-            revalidateIfDue(ready.entry, url: url)
-            return .ready(ready.entry, ready.checksums)
-        }
+        guard let ready = registry.ready(key) else { return nil }
+        revalidateIfDue(ready.entry, url: url)
+        return .ready(ready.entry, ready.checksums)
+    }
+
+    /// `resolve`'s answer after `resolveNow` had none: from the tracker, or the node's own
+    /// registry, which may wait for the origin.
+    public func resolveLater(_ key: ObjectKey, url: String, wait: Duration, readyWithin: Duration = .zero) async -> Resolution {
+        let link = link
         let answer: ChecksumAnswer
         if let link {
             let now = ContinuousClock.now
