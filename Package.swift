@@ -90,6 +90,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSwift
         ),
@@ -123,6 +124,7 @@ let package = Package(
                 "Gateway", "swarmgate", "Swarm", "PieceStore", "TestScratch",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSwift),
         // DASH rewriting; depends on the executable too so that `swarmgate rewrite` is built for its CLI test.

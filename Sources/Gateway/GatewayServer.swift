@@ -8,7 +8,7 @@ import Swarm
 
 /// A gateway node's HTTP server: the responder behind Hummingbird, and with `--demo` a local
 /// origin serving the samples, all in one ServiceGroup that SIGTERM or SIGINT stops gracefully
-/// (stop accepting, finish in-flight responses, exit).
+/// (stop accepting, finish in-flight responses, exit), and a second one at once (`StopSignals`).
 public struct GatewayServer: Sendable {
     public let configuration: GatewayConfiguration
     /// The app id and secret of the swarm: the embedded tracker's, or for logging in to
@@ -30,6 +30,8 @@ public struct GatewayServer: Sendable {
         makeOrigin: @Sendable (GatewayConfiguration) throws -> OriginClientAdapter,
         onListening: @escaping @Sendable (_ port: Int, _ demoOrigin: String?) async -> Void = { _, _ in }
     ) async throws {
+        // Before anything is opened: a stop during the set-up waits for the services to run.
+        let stopSignals = await StopSignals.trap()
         Self.raiseOpenFileLimit()
         var services: [any Service] = []
         var demoAuthority: String?
@@ -95,14 +97,13 @@ public struct GatewayServer: Sendable {
             logger: logger))
         // Last, so that a stop reaches it first: the server quiesces once it has returned.
         services.append(ResponseDrain(responses: responder.inFlight, limit: .seconds(20), logger: logger))
-        let group = ServiceGroup(configuration: .init(
-            services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        let group = ServiceGroup(configuration: .init(services: services, logger: logger))
         defer {
             // The piece index is written behind the pieces; a stop writes what is left.
             do { try node.store.flush() } catch { logger.error("piece index not written at stop", metadata: ["error": "\(error)"]) }
         }
         do {
-            try await group.run()
+            try await stopSignals.run(group, logger: logger)
         } catch let error as IOError where error.errnoCode == EADDRINUSE || error.errnoCode == EADDRNOTAVAIL || error.errnoCode == EACCES {
             throw ListenFailure(host: c.host, port: c.port, errno: error.errnoCode)
         }

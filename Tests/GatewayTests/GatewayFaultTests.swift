@@ -185,6 +185,20 @@ final class GatewayFaultTests {
         #expect(await g.waitForExit(timeout: .seconds(30)) == 0)
     }
 
+    /// A player's connection to `port` asking for `path` (a large object, once it is ready),
+    /// of whose response it reads the head (checked: 200) and nothing more.
+    static func unreadResponse(port: Int, _ path: String) async throws -> Int32 {
+        _ = try await Live.whenReady("http://127.0.0.1:\(port)\(path)", headers: ["Range": "bytes=0-0"])
+        let fd = try HTTP.connectLoopback(port: port, receiveBuffer: 4096)
+        let request = "GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n"
+        _ = Array(request.utf8).withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count) }
+        var head = [UInt8](repeating: 0, count: 12)
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        #expect(recv(fd, &head, head.count, Int32(MSG_WAITALL)) == 12 && String(decoding: head, as: UTF8.self) == "HTTP/1.1 200")
+        return fd
+    }
+
     /// A player that stopped reading (a frozen tab, a hung set-top box) does not hold a stop
     /// past the 20 s it gives responses in flight: its connection is closed then, and the
     /// gateway exits. The server waited for that connection for good, and only a SIGKILL
@@ -194,17 +208,8 @@ final class GatewayFaultTests {
         defer { origin.stop() }
         let (g, p) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(objectPort)"])
         defer { g.stop() }
-        let path = "/xdfs.p2p.com/127.0.0.1:\(objectPort)/obj/unread.mp4?size=20000000"
-        _ = try await Live.whenReady("http://127.0.0.1:\(p)\(path)", headers: ["Range": "bytes=0-0"])
-        let fd = try HTTP.connectLoopback(port: p, receiveBuffer: 4096)
+        let fd = try await Self.unreadResponse(port: p, "/xdfs.p2p.com/127.0.0.1:\(objectPort)/obj/unread.mp4?size=20000000")
         defer { close(fd) }
-        let request = "GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n"
-        _ = Array(request.utf8).withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count) }
-        // The head, then nothing more is read.
-        var head = [UInt8](repeating: 0, count: 12)
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        #expect(recv(fd, &head, head.count, Int32(MSG_WAITALL)) == 12 && String(decoding: head, as: UTF8.self) == "HTTP/1.1 200")
         let (status, took) = await g.terminate(within: .seconds(40))
         #expect(status == 0, "exit status \(String(describing: status)) after \(took)")
         #expect(took >= .seconds(19) && took < .seconds(26), "the stop took \(took)")
@@ -235,6 +240,59 @@ final class GatewayFaultTests {
         let (status, took) = await g.terminate(within: .seconds(150))
         #expect(status == 0, "exit status \(String(describing: status)) after \(took)")
         #expect(took >= .seconds(19) && took < .seconds(26), "the stop took \(took)")
+    }
+
+    /// A second SIGTERM, or a second Ctrl-C, ends a stop at once: a player that stopped
+    /// reading held it its 20 s, and the second signal did nothing. The cache is left whole:
+    /// the gateway started again on it serves the object from it, without asking the origin.
+    @Test(arguments: [SIGTERM, SIGINT])
+    func aSecondSignalEndsAStopAtOnce(second: Int32) async throws {
+        let (origin, objectPort) = try await Live.objectOrigin()
+        defer { origin.stop() }
+        let cache = Live.cacheFolder()
+        let (g, p) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(objectPort)"], cache: cache)
+        defer { g.stop() }
+        let path = "/xdfs.p2p.com/127.0.0.1:\(objectPort)/obj/second-\(second).mp4?size=20000000"
+        let fd = try await Self.unreadResponse(port: p, path)
+        defer { close(fd) }
+        kill(g.process.processIdentifier, SIGTERM)
+        _ = try await g.waitForStderr(#/(letting the responses in flight end)/#)
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(!g.process.hasEnded, "the player's response holds the stop")
+        let (status, took) = await g.terminate(second, within: .seconds(15))
+        #expect(status == 0, "exit status \(String(describing: status)) after \(took)")
+        #expect(took < .seconds(5), "the stop took \(took) after the second signal")
+        #expect(g.stderr.contains("stopping at once: a second signal"))
+        let asked = try await Live.originRequests(objectPort)
+        let (again, port) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(objectPort)"], cache: cache)
+        defer { again.stop() }
+        let r = try await HTTP.get("http://127.0.0.1:\(port)\(path)", headers: ["Range": "bytes=1000-1999"])
+        #expect(r.status == 206 && r.body.count == 1000)
+        #expect(try await Live.originRequests(objectPort) == asked, "served from the cache it left, not asked of the origin")
+    }
+
+    /// A signal that comes while the gateway opens its cache (its SQLite index, the registry)
+    /// stops it cleanly once it runs: exit status 0, and its cache opens again. Signals were
+    /// trapped only once the services ran, and such a signal ended the process by itself
+    /// (status 15), mid-way through its set-up.
+    @Test func aSignalDuringTheSetUpStopsTheGatewayCleanly() async throws {
+        for round in 0..<5 {
+            let cache = Live.cacheFolder()
+            let g = try LiveProcess(Live.binary, ["serve", "--listen", "127.0.0.1:0", "--cache-dir", cache])
+            defer { g.stop() }
+            // As soon as the index file appears.
+            let index = cache + "/index.sqlite", start = ContinuousClock.now
+            while !FileManager.default.fileExists(atPath: index) && !g.process.hasEnded {
+                try #require(ContinuousClock.now - start < .seconds(20), "round \(round): no index after 20 s")
+                try await Task.sleep(for: .microseconds(200))
+            }
+            kill(g.process.processIdentifier, SIGTERM)
+            let status = await g.waitForExit(timeout: .seconds(30))
+            #expect(status == 0, "round \(round): exit status \(String(describing: status)); stderr:\n\(g.stderr)")
+            let (again, port) = try await Live.gateway([], cache: cache)
+            defer { again.stop() }
+            #expect(try await HTTP.get("http://127.0.0.1:\(port)/health").status == 200)
+        }
     }
 }
 

@@ -93,11 +93,11 @@ final class LiveProcess: @unchecked Sendable {
         process.waitForEnd(timeout: .seconds(10))
     }
 
-    /// Sends SIGTERM and waits, without holding a thread, `timeout` at most: the exit status
-    /// (nil if it still runs) and how long the stop took.
-    func terminate(within timeout: Duration) async -> (status: Int32?, took: Duration) {
+    /// Sends `signal` (SIGTERM) and waits, without holding a thread, `timeout` at most: the
+    /// exit status (nil if it still runs) and how long the stop took.
+    func terminate(_ signal: Int32 = SIGTERM, within timeout: Duration) async -> (status: Int32?, took: Duration) {
         let stopping = ContinuousClock.now
-        kill(process.processIdentifier, SIGTERM)
+        kill(process.processIdentifier, signal)
         let status = await waitForExit(timeout: timeout)
         return (status, ContinuousClock.now - stopping)
     }
