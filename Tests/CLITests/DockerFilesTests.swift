@@ -23,13 +23,13 @@ struct DockerFilesTests {
         return lines.filter { ["serve", "health", "rewrite", "prepare", "tracker"].contains($0.first ?? "") }
     }
 
-    @Test func everyCommandAndFlagExists() throws {
+    @Test func everyCommandAndFlagExists() async throws {
         let lines = try Self.commandLines()
         #expect(lines.contains { $0.first == "health" }, "the HEALTHCHECK uses swarmgate health")
         #expect(lines.contains { $0.first == "serve" })
         #expect(lines.contains { $0.first == "tracker" }, "the compose file runs a tracker")
         for line in lines {
-            let help = try SwarmgateProcess.run([line[0], "--help"])
+            let help = try await SwarmgateProcess.run([line[0], "--help"])
             #expect(help.status == 0, "swarmgate \(line[0]) does not exist: \(help.stderr)")
             for flag in line.dropFirst() where flag.hasPrefix("--") {
                 #expect(help.text.contains(flag), "swarmgate \(line[0]) has no \(flag)")
@@ -37,8 +37,8 @@ struct DockerFilesTests {
         }
     }
 
-    @Test func everyEnvironmentVariableIsASetting() throws {
-        let serveHelp = try SwarmgateProcess.run(["serve", "--help"]).text
+    @Test func everyEnvironmentVariableIsASetting() async throws {
+        let serveHelp = try await SwarmgateProcess.run(["serve", "--help"]).text
         var names: Set<String> = []
         for file in ["Dockerfile", "compose.yaml"] {
             for m in try Self.text(file).matches(of: #/SWARMGATE_([A-Z_]+)/#) { names.insert(String(m.1)) }

@@ -22,11 +22,11 @@ struct ReadmeSynopsisTests {
         return flags
     }
 
-    @Test func everyFlagTheSynopsisShowsExists() throws {
+    @Test func everyFlagTheSynopsisShowsExists() async throws {
         let synopsis = try Self.synopsis()
         #expect(synopsis["serve"]?.contains("--node-message-rate") == true && synopsis["tracker"]?.contains("--db") == true)
         for (command, flags) in synopsis {
-            let help = try SwarmgateProcess.run([command, "--help"])
+            let help = try await SwarmgateProcess.run([command, "--help"])
             #expect(help.status == 0, "swarmgate \(command): \(help.stderr)")
             for flag in flags { #expect(help.text.contains(flag + " "), "swarmgate \(command) has no \(flag)") }
         }
@@ -35,15 +35,15 @@ struct ReadmeSynopsisTests {
     /// `--log-level warning` leaves out the line per request; a level that does not exist is
     /// a usage error.
     @Test(arguments: ["serve", "tracker"])
-    func theLogLevelIsASetting(command: String) throws {
-        let r = try SwarmgateProcess.run([command, "--log-level", "loud", "--listen", "127.0.0.1:0"])
+    func theLogLevelIsASetting(command: String) async throws {
+        let r = try await SwarmgateProcess.run([command, "--log-level", "loud", "--listen", "127.0.0.1:0"])
         #expect(r.status == 2 && r.stderr.contains("log-level must be trace, debug, info"), "\(r.stderr)")
     }
 
     /// A tracker-side setting given on either command line reaches the settings (and is checked).
     @Test(arguments: ["serve", "tracker"])
-    func theNodeMessageRateFlagIsASetting(command: String) throws {
-        let r = try SwarmgateProcess.run([command, "--node-message-rate", "0", "--listen", "127.0.0.1:0"])
+    func theNodeMessageRateFlagIsASetting(command: String) async throws {
+        let r = try await SwarmgateProcess.run([command, "--node-message-rate", "0", "--listen", "127.0.0.1:0"])
         #expect(r.status != 0)
         #expect(r.stderr.contains("node-message-rate must be 1 to 1000000"), "\(r.stderr)")
     }

@@ -34,9 +34,9 @@ struct RewriteCommandTests {
             .sorted()
     }
 
-    @Test func oneFileGoesToStdout() throws {
+    @Test func oneFileGoesToStdout() async throws {
         let dir = try folder(["index.m3u8": Self.media])
-        let r = try SwarmgateProcess.run([
+        let r = try await SwarmgateProcess.run([
             "rewrite", "--base-url", "https://cdn.example.com/v/index.m3u8?t=1", "--gateway", "http://gw:9000",
             "--xresid", "movie-1", dir.appendingPathComponent("index.m3u8").path,
         ])
@@ -46,10 +46,10 @@ struct RewriteCommandTests {
 
     /// One file with an `--output` that is a folder goes into it under its own name, as cp
     /// does: it failed ("Is a directory").
-    @Test func oneFileWithAFolderAsOutputGoesIntoIt() throws {
+    @Test func oneFileWithAFolderAsOutputGoesIntoIt() async throws {
         let dir = try folder(["index.m3u8": Self.media, "out/keep.txt": "x"])
         let out = dir.appendingPathComponent("out")
-        let r = try SwarmgateProcess.run([
+        let r = try await SwarmgateProcess.run([
             "rewrite", "--base-url", "https://cdn.example.com/v/index.m3u8", "--gateway", "http://gw:9000", "--xresid", "movie-1",
             "--output", out.path, dir.appendingPathComponent("index.m3u8").path,
         ])
@@ -58,9 +58,9 @@ struct RewriteCommandTests {
         #expect(written.contains("http://gw:9000/hls.vod.p2p.com/cdn.example.com/v/seg1.ts?xresid=movie-1&xhttps=1\n"))
     }
 
-    @Test func stdinToStdoutWithInheritedTokenAndProxiedKeys() throws {
+    @Test func stdinToStdoutWithInheritedTokenAndProxiedKeys() async throws {
         let input = "#EXTM3U\n#EXT-X-KEY:METHOD=AES-128,URI=\"key.bin\"\n#EXTINF:4,\ns.ts\n"
-        let r = try SwarmgateProcess.run([
+        let r = try await SwarmgateProcess.run([
             "rewrite", "--base-url", "http://cdn.example.com/v/i.m3u8?token=abc", "--inherit-query", "token",
             "--key-uris", "proxy", "--xresid", "x", "-",
         ], stdin: Data(input.utf8))
@@ -69,13 +69,13 @@ struct RewriteCommandTests {
         #expect(r.text.contains("\nhttp://127.0.0.1:8080/hls.vod.p2p.com/cdn.example.com/v/s.ts?token=abc&xresid=x\n"))
     }
 
-    @Test func aFolderIsMirroredAndMastersHandTheirXResIDAndVariablesDown() throws {
+    @Test func aFolderIsMirroredAndMastersHandTheirXResIDAndVariablesDown() async throws {
         let dir = try folder([
             "master.m3u8": Self.master, "low/index.m3u8": Self.importing, "high/index.m3u8": Self.media,
             "notes.txt": "not a playlist", "deep/er/other.m3u": Self.media,
         ])
         let out = dir.appendingPathComponent("../\(dir.lastPathComponent)-out").standardized
-        let r = try SwarmgateProcess.run(["rewrite", "--base-url", "http://cdn.example.com/show", "--output", out.path, dir.path])
+        let r = try await SwarmgateProcess.run(["rewrite", "--base-url", "http://cdn.example.com/show", "--output", out.path, dir.path])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(allFiles(out) == ["deep/er/other.m3u", "high/index.m3u8", "low/index.m3u8", "master.m3u8"])
         let masterOut = try String(contentsOf: out.appendingPathComponent("master.m3u8"), encoding: .utf8)
@@ -95,10 +95,10 @@ struct RewriteCommandTests {
     /// A folder's files are named in their URLs as the gateway writes paths: the xresid
     /// `rewrite` derives for `a b|c.m3u8` is the one a gateway derives for the playlist a
     /// player asks for (`a%20b|c.m3u8`), and `%`, `?`, `#` in a name are encoded.
-    @Test func fileNamesInURLsAreEncodedAsTheGatewayEncodesPaths() throws {
+    @Test func fileNamesInURLsAreEncodedAsTheGatewayEncodesPaths() async throws {
         let dir = try folder(["a b|c.m3u8": Self.media, "100%?#.m3u8": Self.media])
         let out = dir.appendingPathComponent("../\(dir.lastPathComponent)-out").standardized
-        let r = try SwarmgateProcess.run(["rewrite", "--base-url", "http://cdn.example.com/show/", "--output", out.path, dir.path])
+        let r = try await SwarmgateProcess.run(["rewrite", "--base-url", "http://cdn.example.com/show/", "--output", out.path, dir.path])
         #expect(r.status == 0, "\(r.stderr)")
         let spaced = try String(contentsOf: out.appendingPathComponent("a b|c.m3u8"), encoding: .utf8)
         let gateway = try ProxyURL(requestTarget: "/hls.vod.p2p.com/cdn.example.com/show/a%20b|c.m3u8")
@@ -112,10 +112,10 @@ struct RewriteCommandTests {
     /// run: every file that can be is still rewritten, and the exit status says some failed.
     /// Foundation's write trapped at the first message (signal 4), and later files were not
     /// written.
-    @Test func aStandardErrorThatCannotBeWrittenLosesOnlyTheMessages() throws {
+    @Test func aStandardErrorThatCannotBeWrittenLosesOnlyTheMessages() async throws {
         let dir = try folder(["a.m3u8": "not a playlist", "b.m3u8": Self.media])
         let out = dir.appendingPathComponent("../\(dir.lastPathComponent)-out").standardized
-        let r = try SwarmgateProcess.run(
+        let r = try await SwarmgateProcess.run(
             ["rewrite", "--base-url", "http://cdn.example.com/show/", "--output", out.path, dir.path], stderrTo: "/dev/full")
         #expect(r.status == 1)
         #expect(FileManager.default.fileExists(atPath: out.appendingPathComponent("b.m3u8").path))
@@ -123,7 +123,7 @@ struct RewriteCommandTests {
 
     /// A run killed mid-write leaves a hidden temporary beside its output; the next run into
     /// that folder removes it, and leaves those of runs still going.
-    @Test func temporariesOfKilledRunsAreRemovedAndThoseOfLiveRunsKept() throws {
+    @Test func temporariesOfKilledRunsAreRemovedAndThoseOfLiveRunsKept() async throws {
         let dir = try folder(["a.m3u8": Self.media])
         let out = dir.appendingPathComponent("../\(dir.lastPathComponent)-out").standardized
         try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
@@ -136,18 +136,18 @@ struct RewriteCommandTests {
         for name in [stale, live, ".notes.tmp"] {
             _ = FileManager.default.createFile(atPath: out.appendingPathComponent(name).path, contents: Data("part".utf8))
         }
-        let r = try SwarmgateProcess.run(["rewrite", "--base-url", "http://cdn.example.com/show/", "--output", out.path, dir.path])
+        let r = try await SwarmgateProcess.run(["rewrite", "--base-url", "http://cdn.example.com/show/", "--output", out.path, dir.path])
         #expect(r.status == 0, "\(r.stderr)")
         let left = Set(try FileManager.default.contentsOfDirectory(atPath: out.path))
         #expect(left == ["a.m3u8", live, ".notes.tmp"], "\(left.sorted())")
     }
 
-    @Test func aFailedFileIsNamedWithItsLineAndTheOthersAreStillWritten() throws {
+    @Test func aFailedFileIsNamedWithItsLineAndTheOthersAreStillWritten() async throws {
         let dir = try folder([
             "good.m3u8": Self.media, "bad.m3u8": "#EXTM3U\n#EXTINF:4,\n{$undefined}.ts\n", "b/alone.m3u8": Self.importing,
         ])
         let out = dir.appendingPathComponent("out")
-        let r = try SwarmgateProcess.run(["rewrite", "--base-url", "http://cdn.example.com/", "--output", out.path, dir.path])
+        let r = try await SwarmgateProcess.run(["rewrite", "--base-url", "http://cdn.example.com/", "--output", out.path, dir.path])
         #expect(r.status == 1)
         #expect(r.stderr.contains("bad.m3u8: line 3: variable 'undefined' is not defined [undefinedVariable]"), "\(r.stderr)")
         #expect(r.stderr.contains("alone.m3u8: line 2: IMPORT of 'cdn'"), "\(r.stderr)")
@@ -156,7 +156,7 @@ struct RewriteCommandTests {
 
     /// A file whose name is not UTF-8 cannot be read by the name the walk gives: it fails,
     /// named, and the exit is 1 (it was skipped, and the exit 0).
-    @Test func aFileWhoseNameIsNotUTF8FailsNamed() throws {
+    @Test func aFileWhoseNameIsNotUTF8FailsNamed() async throws {
         let dir = try folder(["ok.m3u8": Self.media])
         // "caf\xe9.m3u8": Latin-1, not UTF-8.
         let name: [UInt8] = Array("caf".utf8) + [0xE9] + Array(".m3u8".utf8)
@@ -166,16 +166,16 @@ struct RewriteCommandTests {
         _ = Array(Self.media.utf8).withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count) }
         close(fd)
         let out = dir.appendingPathComponent("out")
-        let r = try SwarmgateProcess.run(["rewrite", "--base-url", "http://cdn.example.com/", "--output", out.path, dir.path])
+        let r = try await SwarmgateProcess.run(["rewrite", "--base-url", "http://cdn.example.com/", "--output", out.path, dir.path])
         #expect(r.status == 1, "\(r.stderr)")
         #expect(r.stderr.contains("caf") && r.stderr.contains(".m3u8"), "the failure is named: \(r.stderr)")
         #expect(allFiles(out) == ["ok.m3u8"])
     }
 
-    @Test func anExistingOutputIsReplacedWholeNeverTruncated() throws {
+    @Test func anExistingOutputIsReplacedWholeNeverTruncated() async throws {
         let dir = try folder(["in.m3u8": "#EXTM3U\n#EXTINF:4,\n\0.ts\n", "out.m3u8": "previous"])
         let outPath = dir.appendingPathComponent("out.m3u8").path
-        let r = try SwarmgateProcess.run(["rewrite", "--base-url", "http://h/i.m3u8", "--output", outPath, dir.appendingPathComponent("in.m3u8").path])
+        let r = try await SwarmgateProcess.run(["rewrite", "--base-url", "http://h/i.m3u8", "--output", outPath, dir.appendingPathComponent("in.m3u8").path])
         #expect(r.status == 1)
         #expect(r.stderr.contains("line 3: control byte 0x0"), "\(r.stderr)")
         #expect(try String(contentsOfFile: outPath, encoding: .utf8) == "previous")
@@ -186,9 +186,9 @@ struct RewriteCommandTests {
     /// is in GatewayTests/FullDiskTests.swift, beside the small disks the gateway's tests mount.)
     static let long = "#EXTM3U\n#EXT-X-TARGETDURATION:4\n" + (0..<5000).map { "#EXTINF:4,\nseg\($0).ts?token=abc\n" }.joined() + "#EXT-X-ENDLIST\n"
 
-    @Test func aFullStdoutIsAFailureNamedAsSuch() throws {
+    @Test func aFullStdoutIsAFailureNamedAsSuch() async throws {
         let dir = try folder(["in.m3u8": Self.long])
-        let r = try ProgramRun.run(
+        let r = try await ProgramRun.run(
             SwarmgateProcess.binary.path, ["rewrite", "--base-url", "http://h/i.m3u8", dir.appendingPathComponent("in.m3u8").path],
             stdout: .file("/dev/full"))
         #expect(r.status == 1 && !r.signalled)
@@ -207,22 +207,22 @@ struct RewriteCommandTests {
         ["rewrite", "--base-url", "http://h/", "--no-such-flag", "-"],
         ["frobnicate"],
     ])
-    func usageErrorsExitTwo(arguments: [String]) throws {
-        let r = try SwarmgateProcess.run(arguments, stdin: Data("#EXTM3U\n".utf8))
+    func usageErrorsExitTwo(arguments: [String]) async throws {
+        let r = try await SwarmgateProcess.run(arguments, stdin: Data("#EXTM3U\n".utf8))
         #expect(r.status == 2, "\(r.stderr)")
         #expect(!r.stderr.isEmpty)
     }
 
-    @Test func aFolderWithoutOutputIsAUsageError() throws {
+    @Test func aFolderWithoutOutputIsAUsageError() async throws {
         let dir = try folder(["a.m3u8": Self.media])
-        let r = try SwarmgateProcess.run(["rewrite", "--base-url", "http://h/", dir.path])
+        let r = try await SwarmgateProcess.run(["rewrite", "--base-url", "http://h/", dir.path])
         #expect(r.status == 2)
         #expect(r.stderr.contains("--output is required"))
     }
 
-    @Test func aMissingInputIsAFailureNotAUsageError() throws {
+    @Test func aMissingInputIsAFailureNotAUsageError() async throws {
         let dir = try folder(["a.m3u8": Self.media])
-        let r = try SwarmgateProcess.run(["rewrite", "--base-url", "http://h/", "--output", dir.appendingPathComponent("o").path,
+        let r = try await SwarmgateProcess.run(["rewrite", "--base-url", "http://h/", "--output", dir.appendingPathComponent("o").path,
             dir.appendingPathComponent("a.m3u8").path, "/nonexistent/b.m3u8"])
         #expect(r.status == 1)
         #expect(r.stderr.contains("/nonexistent/b.m3u8: no such file or folder"))
@@ -232,19 +232,19 @@ struct RewriteCommandTests {
     /// One INPUT that is not there is that failure, not a call for --output; two INPUTs that
     /// would be written to one output file (a file and a folder's of the same name) are
     /// refused before anything is written (the first was silently lost).
-    @Test func aLoneMissingInputAndTwoInputsForOneOutputAreNamed() throws {
-        let lone = try SwarmgateProcess.run(["rewrite", "--base-url", "http://h/", "/nonexistent/alone.m3u8"])
+    @Test func aLoneMissingInputAndTwoInputsForOneOutputAreNamed() async throws {
+        let lone = try await SwarmgateProcess.run(["rewrite", "--base-url", "http://h/", "/nonexistent/alone.m3u8"])
         #expect(lone.status == 1 && lone.stderr.contains("/nonexistent/alone.m3u8: no such file or folder"), "\(lone.status) \(lone.stderr)")
         let dir = try folder(["a.m3u8": Self.media, "sub/a.m3u8": Self.media])
         let out = dir.appendingPathComponent("o").path
-        let both = try SwarmgateProcess.run(["rewrite", "--base-url", "http://h/", "--output", out,
+        let both = try await SwarmgateProcess.run(["rewrite", "--base-url", "http://h/", "--output", out,
             dir.appendingPathComponent("a.m3u8").path, dir.appendingPathComponent("sub").path])
         #expect(both.status == 2 && both.stderr.contains("would both be written to"), "\(both.status) \(both.stderr)")
         #expect(!FileManager.default.fileExists(atPath: out + "/a.m3u8"))
     }
 
-    @Test func helpExitsZero() throws {
-        let r = try SwarmgateProcess.run(["rewrite", "--help"])
+    @Test func helpExitsZero() async throws {
+        let r = try await SwarmgateProcess.run(["rewrite", "--help"])
         #expect(r.status == 0)
         #expect(r.text.contains("--base-url"))
     }

@@ -17,8 +17,8 @@ enum SwarmgateProcess {
     }
 
     /// `stderrTo`: a file standard error goes to instead of being collected (`/dev/full`).
-    static func run(_ arguments: [String], stdin: Data? = nil, in folder: URL? = nil, stderrTo: String? = nil) throws -> Result {
-        let r = try ProgramRun.run(
+    static func run(_ arguments: [String], stdin: Data? = nil, in folder: URL? = nil, stderrTo: String? = nil) async throws -> Result {
+        let r = try await ProgramRun.run(
             binary.path, arguments, stdin: stdin, stderr: stderrTo.map { .file($0) } ?? .collect, folder: folder)
         guard !r.signalled else { throw CLIFailure("swarmgate \(arguments.first ?? "") died of signal \(r.status)") }
         return Result(status: r.status, stdout: r.stdout, stderr: r.err)

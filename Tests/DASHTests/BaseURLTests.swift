@@ -3,8 +3,8 @@ import Testing
 
 /// BaseURL at every level, resolved as a chain from the MPD URL, and sibling BaseURLs.
 @Suite struct BaseURLTests {
-    @Test func chainFromMPDToRepresentation() throws {
-        let run = try FixtureRun(mpd("""
+    @Test func chainFromMPDToRepresentation() async throws {
+        let run = try await FixtureRun(mpd("""
             <BaseURL>http://cdn.example.com/root/</BaseURL>
             <Period><BaseURL>period/</BaseURL>
               <AdaptationSet mimeType="video/mp4"><BaseURL>set/</BaseURL>
@@ -25,8 +25,8 @@ import Testing
     /// a browser's player resolves it (WHATWG: `%2e%2e` is "..", `\` is "/"), into an absolute
     /// proxy URL. Kept relative, its climb was not counted: a player went up into the proxy
     /// URL's host segment (`…/hls.vod.p2p.com/init.mp4`, `…/hls.vod.p2p.com/other-host/a.m4s`).
-    @Test func aReferencePlayersReadDifferentlyIsResolvedHere() throws {
-        let run = try FixtureRun(mpd("""
+    @Test func aReferencePlayersReadDifferentlyIsResolvedHere() async throws {
+        let run = try await FixtureRun(mpd("""
             <BaseURL>https://cdn1.example.com/root/</BaseURL>
             <Period><AdaptationSet><Representation id="v" bandwidth="1">
               <SegmentList duration="2"><Initialization sourceURL="%2e%2e/%2E%2e/init.mp4"/>
@@ -41,8 +41,8 @@ import Testing
         #expect(!run.output.contains("%2e") && !run.output.contains("\\"))
     }
 
-    @Test func relativeChainWithoutAbsoluteBaseStartsAtTheMPD() throws {
-        let run = try FixtureRun(mpd("""
+    @Test func relativeChainWithoutAbsoluteBaseStartsAtTheMPD() async throws {
+        let run = try await FixtureRun(mpd("""
             <Period><BaseURL>../media/</BaseURL>
               <AdaptationSet><Representation id="a" bandwidth="1"><BaseURL>a.mp4</BaseURL></Representation></AdaptationSet>
             </Period>
@@ -53,8 +53,8 @@ import Testing
         #expect(run.output.contains("<BaseURL>http://gw.example.net:8080/hls.vod.p2p.com/origin.example.com/vod/media/?xresid=stream-1</BaseURL>"))
     }
 
-    @Test func siblingBaseURLsStayAlternatives() throws {
-        let run = try FixtureRun(mpd("""
+    @Test func siblingBaseURLsStayAlternatives() async throws {
+        let run = try await FixtureRun(mpd("""
             <BaseURL serviceLocation="a">http://cdn-a.example.com/v/</BaseURL>
             <BaseURL serviceLocation="b">http://cdn-b.example.com/w/x/</BaseURL>
             <Period><AdaptationSet>
@@ -70,9 +70,9 @@ import Testing
         #expect(run.output.contains(#"<BaseURL serviceLocation="b">http://gw.example.net:8080/hls.vod.p2p.com/cdn-b.example.com/w/x/?xresid=stream-1</BaseURL>"#))
     }
 
-    @Test func alternativesWithDifferentSchemesCollapseToTheFirst() throws {
+    @Test func alternativesWithDifferentSchemesCollapseToTheFirst() async throws {
         // A relative reference cannot carry xhttps for both, so it is pinned to the first.
-        let run = try FixtureRun(mpd("""
+        let run = try await FixtureRun(mpd("""
             <BaseURL>http://cdn-a.example.com/v/</BaseURL>
             <BaseURL>https://cdn-b.example.com/v/</BaseURL>
             <Period><AdaptationSet><SegmentTemplate media="$Number$.m4s"/>
@@ -84,8 +84,8 @@ import Testing
         #expect(run.output.contains("<BaseURL>http://gw.example.net:8080/hls.vod.p2p.com/cdn-b.example.com/v/?xresid=stream-1&amp;xhttps=1</BaseURL>"))
     }
 
-    @Test func climbingAboveAnAlternativesRootIsWrittenAbsolute() throws {
-        let run = try FixtureRun(mpd("""
+    @Test func climbingAboveAnAlternativesRootIsWrittenAbsolute() async throws {
+        let run = try await FixtureRun(mpd("""
             <BaseURL>http://cdn.example.com/a/</BaseURL>
             <Period><AdaptationSet><SegmentTemplate media="../../x/$Number$.m4s"/>
               <Representation id="v" bandwidth="1"/></AdaptationSet></Period>
@@ -95,8 +95,8 @@ import Testing
         #expect(run.output.contains(#"media="http://gw.example.net:8080/hls.vod.p2p.com/cdn.example.com/x/$Number$.m4s?xresid=stream-1""#))
     }
 
-    @Test func httpsOriginsCarryXhttps() throws {
-        let run = try FixtureRun(
+    @Test func httpsOriginsCarryXhttps() async throws {
+        let run = try await FixtureRun(
             mpd("""
                 <Period><AdaptationSet><Representation id="v" bandwidth="1"><BaseURL>v.mp4</BaseURL></Representation></AdaptationSet></Period>
                 """), url: "https://secure.example.com/s/manifest.mpd")
@@ -105,8 +105,8 @@ import Testing
         #expect(run.rewrittenURL("v", \.media)?.hasSuffix("&xhttps=1") == true)
     }
 
-    @Test func queryTokensStayByteForByte() throws {
-        let run = try FixtureRun(mpd("""
+    @Test func queryTokensStayByteForByte() async throws {
+        let run = try await FixtureRun(mpd("""
             <BaseURL>http://cdn.example.com/v/?auth=a%2Fb%3D%3D&amp;e=9</BaseURL>
             <Period><AdaptationSet><SegmentTemplate media="$Number$.m4s?tok=x%2Fy%2F&amp;n=$Number$" initialization="init.mp4?tok=x%2Fy%2F"/>
               <Representation id="v" bandwidth="1"/></AdaptationSet></Period>
@@ -117,8 +117,8 @@ import Testing
     }
 
     @Test(arguments: ["data:video/mp4;base64,AAAA", "urn:example:media"])
-    func nonHTTPBaseURLsStay(_ url: String) throws {
-        let run = try FixtureRun(mpd("""
+    func nonHTTPBaseURLsStay(_ url: String) async throws {
+        let run = try await FixtureRun(mpd("""
             <Period><AdaptationSet><Representation id="v" bandwidth="1"><BaseURL>\(url)</BaseURL></Representation></AdaptationSet></Period>
             """))
         #expect(run.output.contains("<BaseURL>\(url)</BaseURL>"))

@@ -18,7 +18,7 @@ import Testing
         try OriginURL("https://media.example.com/dash/\(file.deletingLastPathComponent().lastPathComponent)/\(file.lastPathComponent)?token=a%2Fb")
     }
 
-    @Test func everyMPDRewritesAndMapsBack() throws {
+    @Test func everyMPDRewritesAndMapsBack() async throws {
         let files = DASHTestEnvironment.corpusMPDs
         guard !files.isEmpty else { return }
         let folder = try DASHTestEnvironment.temporaryFolder()
@@ -46,7 +46,7 @@ import Testing
         }
         #expect(pairs.count + Self.expectedErrors.count == files.count)
 
-        let resolved = try ResolvedMPD.resolve(pairs.flatMap { [$0.original, $0.rewritten] }.map { (file: $0.0, url: $0.1) })
+        let resolved = try await ResolvedMPD.resolve(pairs.flatMap { [$0.original, $0.rewritten] }.map { (file: $0.0, url: $0.1) })
         var representations = 0
         var collapsed: [String] = []
         for pair in pairs {
@@ -61,7 +61,7 @@ import Testing
         #expect(representations > 200)
         print("DASH corpus: \(pairs.count) of \(files.count) MPDs rewritten, \(representations) Representations mapped; BaseURL alternatives pinned to the first in: \(collapsed.isEmpty ? "none" : collapsed.joined(separator: ", "))")
 
-        let (status, out, _) = try DASHTestEnvironment.runPython("check_mpegdash.py", pairs.map { $0.rewritten.0.path })
+        let (status, out, _) = try await DASHTestEnvironment.runPython("check_mpegdash.py", pairs.map { $0.rewritten.0.path })
         #expect(status == 0, "mpegdash could not parse: \(out)")
     }
 }

@@ -4,8 +4,8 @@ import Testing
 /// The hard case: segment elements declared on an AdaptationSet or Period while the
 /// Representations below have their own BaseURLs.
 @Suite struct InheritanceTests {
-    @Test func adaptationSetTemplateWithRepresentationBaseURLsStaysShared() throws {
-        let run = try FixtureRun(mpd("""
+    @Test func adaptationSetTemplateWithRepresentationBaseURLsStaysShared() async throws {
+        let run = try await FixtureRun(mpd("""
             <Period><AdaptationSet mimeType="video/mp4">
               <SegmentTemplate media="seg-$Number$.m4s?sig=k%2F1" initialization="init.mp4" startNumber="3"/>
               <Representation id="lo" bandwidth="1"><BaseURL>http://cdn-1.example.com/lo/</BaseURL></Representation>
@@ -21,8 +21,8 @@ import Testing
         #expect(run.output.components(separatedBy: "<SegmentTemplate").count == 2)
     }
 
-    @Test func periodTemplateWithAdaptationSetBaseURLs() throws {
-        let run = try FixtureRun(mpd("""
+    @Test func periodTemplateWithAdaptationSetBaseURLs() async throws {
+        let run = try await FixtureRun(mpd("""
             <BaseURL>http://cdn.example.com/show/</BaseURL>
             <Period>
               <SegmentTemplate media="$RepresentationID$/$Number$.m4s" initialization="$RepresentationID$/init.mp4"/>
@@ -35,8 +35,8 @@ import Testing
         #expect(try run.rewrittenURL("a", \.media) == proxied("https://audio.example.com/a/a/1.m4s"))
     }
 
-    @Test func mixedSchemesGetTheirOwnCompleteTemplate() throws {
-        let run = try FixtureRun(mpd("""
+    @Test func mixedSchemesGetTheirOwnCompleteTemplate() async throws {
+        let run = try await FixtureRun(mpd("""
             <Period><AdaptationSet>
               <SegmentTemplate media="$Number$.m4s" timescale="10" presentationTimeOffset="5">
                 <SegmentTimeline><S t="5" d="20" r="2"/></SegmentTimeline>
@@ -57,8 +57,8 @@ import Testing
         #expect(run.output.components(separatedBy: "xmlns=").count == 2)
     }
 
-    @Test func someRepresentationsWithoutABaseURL() throws {
-        let run = try FixtureRun(mpd("""
+    @Test func someRepresentationsWithoutABaseURL() async throws {
+        let run = try await FixtureRun(mpd("""
             <Period><AdaptationSet>
               <SegmentTemplate media="$RepresentationID$_$Number$.m4s" initialization="$RepresentationID$_init.mp4"/>
               <Representation id="own" bandwidth="1"><BaseURL>http://cdn.example.com/own/</BaseURL></Representation>
@@ -70,8 +70,8 @@ import Testing
         #expect(try run.rewrittenURL("mpd", \.media) == proxied("http://origin.example.com/vod/movie/mpd_1.m4s"))
     }
 
-    @Test func segmentListOnAnAdaptationSetWithRepresentationBaseURLs() throws {
-        let run = try FixtureRun(mpd("""
+    @Test func segmentListOnAnAdaptationSetWithRepresentationBaseURLs() async throws {
+        let run = try await FixtureRun(mpd("""
             <Period><AdaptationSet>
               <SegmentList duration="2"><Initialization sourceURL="init.mp4"/>
                 <SegmentURL media="s1.m4s"/><SegmentURL media="s2.m4s"/></SegmentList>
@@ -85,8 +85,8 @@ import Testing
         #expect(try run.rewrittenURL("y", \.`init`) == proxied("https://b.example.com/y/init.mp4"))
     }
 
-    @Test func representationOverridesOneAttribute() throws {
-        let run = try FixtureRun(mpd("""
+    @Test func representationOverridesOneAttribute() async throws {
+        let run = try await FixtureRun(mpd("""
             <Period><AdaptationSet><BaseURL>http://cdn.example.com/o/</BaseURL>
               <SegmentTemplate media="shared-$Number$.m4s" initialization="shared-init.mp4"/>
               <Representation id="a" bandwidth="1"><SegmentTemplate media="own-$Number$.m4s"/></Representation>

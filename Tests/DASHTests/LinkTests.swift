@@ -3,8 +3,8 @@ import Testing
 
 /// xlink, Location, PatchLocation, and what must stay untouched (DRM licence URLs, UTCTiming).
 @Suite struct LinkTests {
-    @Test func xlinkHrefBecomesAProxyURL() throws {
-        let run = try FixtureRun(mpd("""
+    @Test func xlinkHrefBecomesAProxyURL() async throws {
+        let run = try await FixtureRun(mpd("""
             <BaseURL>http://cdn.example.com/x/</BaseURL>
             <Period xlink:href="remote/period.xml?p=1" xlink:actuate="onLoad"/>
             <Period id="zero" xlink:href="urn:mpeg:dash:resolve-to-zero:2013" xlink:actuate="onLoad"/>
@@ -18,8 +18,8 @@ import Testing
         ])
     }
 
-    @Test func locationAndPatchLocation() throws {
-        let run = try FixtureRun(mpd("""
+    @Test func locationAndPatchLocation() async throws {
+        let run = try await FixtureRun(mpd("""
             <Location>https://live.example.com/stream/manifest.mpd?token=a%2Fb</Location>
             <Location>next.mpd</Location>
             <PatchLocation ttl="60">patch.mpp?publishTime=2020-05-13T05%3A34%3A06Z</PatchLocation>
@@ -33,7 +33,7 @@ import Testing
         #expect(run.output.contains(#"<PatchLocation ttl="60">"#))
     }
 
-    @Test func licenceURLsAndUTCTimingStay() throws {
+    @Test func licenceURLsAndUTCTimingStay() async throws {
         let drm = """
             <ContentProtection xmlns:clearkey="http://dashif.org/guidelines/clearKey" schemeIdUri="urn:uuid:e2719d58-a985-b3c9-781a-b030af78d30e" value="ClearKey1.0">
                 <clearkey:Laurl Lic_type="EME-1.0">https://drm.example.com/AcquireLicense?k=1</clearkey:Laurl>
@@ -42,7 +42,7 @@ import Testing
               </ContentProtection>
             """
         let timing = #"<UTCTiming schemeIdUri="urn:mpeg:dash:utc:http-iso:2014" value="https://time.example.com/now"/>"#
-        let run = try FixtureRun(mpd("""
+        let run = try await FixtureRun(mpd("""
             <BaseURL>http://cdn.example.com/drm/</BaseURL>
             <Period><AdaptationSet>
               \(drm)

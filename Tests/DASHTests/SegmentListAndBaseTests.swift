@@ -3,8 +3,8 @@ import Testing
 
 /// SegmentList / SegmentURL and SegmentBase single-file Representations.
 @Suite struct SegmentListAndBaseTests {
-    @Test func segmentURLsKeepTheirRanges() throws {
-        let run = try FixtureRun(mpd("""
+    @Test func segmentURLsKeepTheirRanges() async throws {
+        let run = try await FixtureRun(mpd("""
             <BaseURL>http://cdn.example.com/list/</BaseURL>
             <Period><AdaptationSet><Representation id="v" bandwidth="1">
               <SegmentList timescale="1" duration="4">
@@ -21,8 +21,8 @@ import Testing
         #expect(try run.rewrittenURL("v", \.index) == proxied("http://cdn.example.com/list/v/1.sidx"))
     }
 
-    @Test func segmentURLWithoutMediaIsTheBaseURL() throws {
-        let run = try FixtureRun(mpd("""
+    @Test func segmentURLWithoutMediaIsTheBaseURL() async throws {
+        let run = try await FixtureRun(mpd("""
             <Period><AdaptationSet><Representation id="v" bandwidth="1"><BaseURL>http://cdn.example.com/one/file.mp4?k=1</BaseURL>
               <SegmentList duration="4"><SegmentURL mediaRange="0-100"/><SegmentURL mediaRange="101-200"/></SegmentList>
             </Representation></AdaptationSet></Period>
@@ -32,8 +32,8 @@ import Testing
         #expect(run.output.contains(#"<SegmentURL mediaRange="0-100"/>"#))
     }
 
-    @Test func segmentBaseSingleFileCarriesXresid() throws {
-        let run = try FixtureRun(mpd("""
+    @Test func segmentBaseSingleFileCarriesXresid() async throws {
+        let run = try await FixtureRun(mpd("""
             <Period><AdaptationSet><BaseURL>http://cdn.example.com/od/</BaseURL>
               <Representation id="v" bandwidth="1"><BaseURL>video_1080.mp4</BaseURL>
                 <SegmentBase indexRange="800-1500" timescale="90000"><Initialization range="0-799"/></SegmentBase></Representation>

@@ -473,7 +473,7 @@ import Testing
 
     /// Over the corpus: every static MPD's lists start where a player starts, by the
     /// independent resolver (Tests/python/dash_resolve.py) on the original MPD.
-    @Test func theCorpusListsStartWhereAPlayerStarts() throws {
+    @Test func theCorpusListsStartWhereAPlayerStarts() async throws {
         let files = DASHTestEnvironment.corpusMPDs
         guard !files.isEmpty else { return }
         var options = DASHRewriter.Options()
@@ -487,7 +487,7 @@ import Testing
             listed[file.path] = result.segments
             inputs.append((file, origin.string))
         }
-        let resolved = try ResolvedMPD.resolve(inputs)
+        let resolved = try await ResolvedMPD.resolve(inputs)
         var representations = 0
         var segments = 0
         for file in files {

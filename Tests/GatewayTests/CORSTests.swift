@@ -79,7 +79,7 @@ final class CORSTests {
         let r = try await HTTP.get(proxied(port, "/vod/none.m3u8?segments=1"), headers: ["Origin": "https://a.example"])
         #expect(r.status == 200 && r.headers["access-control-allow-origin"] == nil)
         #expect(r.headers["x-content-type-options"] == "nosniff")
-        let bad = try ProgramRun.run(Live.binary, ["serve", "--cors-origins", "https://a.example/path", "--listen", "127.0.0.1:0"])
+        let bad = try await ProgramRun.run(Live.binary, ["serve", "--cors-origins", "https://a.example/path", "--listen", "127.0.0.1:0"])
         #expect(bad.status != 0 && bad.err.contains("cors-origins"), "\(bad.err)")
     }
 }

@@ -42,7 +42,7 @@ struct DeployFilesTests {
         let execStart = try #require(text.split(separator: "\n").first { $0.hasPrefix("ExecStart=") })
         let words = execStart.dropFirst("ExecStart=".count).split(separator: " ").map(String.init)
         #expect(words.first == "/usr/local/bin/swarmgate")
-        let help = try ProgramRun.run(Live.binary, [words[1], "--help"], timeout: .seconds(20))
+        let help = try await ProgramRun.run(Live.binary, [words[1], "--help"], timeout: .seconds(20))
         let helpText = help.out
         #expect(help.status == 0 && !help.signalled)
         for flag in words.dropFirst(2) where flag.hasPrefix("--") {

@@ -41,7 +41,7 @@ struct FullDiskTests {
         #expect(p.endReason == .exit && (p.endStatus ?? -1) == 0, "a clean stop: \((p.endReason?.rawValue ?? -1)) \((p.endStatus ?? -1))")
     }
 
-    @Test(.enabled(if: Live.canMountSmallDisks)) func aRewriteOntoAFullDiskLeavesThePreviousOutputWholeAndNoTemporaryFile() throws {
+    @Test(.enabled(if: Live.canMountSmallDisks)) func aRewriteOntoAFullDiskLeavesThePreviousOutputWholeAndNoTemporaryFile() async throws {
         let input = Scratch.path("sg-full", suffix: ".m3u8")
         defer { try? FileManager.default.removeItem(atPath: input) }
         // About 400 kB rewritten, onto a 64 KiB disk.
@@ -55,7 +55,7 @@ struct FullDiskTests {
             "$2" rewrite --base-url http://h/i.m3u8 --output "$1/out.m3u8" "$3"
             echo "status=$?"; ls -A "$1"; cat "$1/out.m3u8"
             """#
-        let r = try ProgramRun.run(
+        let r = try await ProgramRun.run(
             "/usr/bin/unshare", Live.onSmallDisk(size: "64k", folder: disk, ["sh", "-c", script, "sh", disk, Live.binary, input]))
         let (seen, said) = (r.out, r.err)
         #expect(r.status == 0 && !r.signalled, "the disk was set up: \(said)")

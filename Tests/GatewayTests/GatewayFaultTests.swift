@@ -261,7 +261,7 @@ final class GatewayFaultTests {
         #expect(!g.process.hasEnded, "the player's response holds the stop")
         let (status, took) = await g.terminate(second, within: .seconds(15))
         #expect(status == 0, "exit status \(String(describing: status)) after \(took)")
-        #expect(took < .seconds(5), "the stop took \(took) after the second signal")
+        #expect(took < .seconds(12), "the stop took \(took) after the second signal (the drain alone: 20 s)")
         #expect(g.stderr.contains("stopping at once: a second signal"))
         let asked = try await Live.originRequests(objectPort)
         let (again, port) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(objectPort)"], cache: cache)

@@ -25,7 +25,7 @@ struct ManifestMemoryTests {
             let small = try await HTTP.get(playlist(10_000))
             #expect(small.status == 200 && small.text.hasPrefix("#EXTM3U"), "\(small.status)")
         }
-        let refused = try ProgramRun.run(Live.binary, ["serve", "--manifest-memory", "64KiB", "--listen", "127.0.0.1:0"])
+        let refused = try await ProgramRun.run(Live.binary, ["serve", "--manifest-memory", "64KiB", "--listen", "127.0.0.1:0"])
         #expect(refused.status != 0 && refused.err.contains("manifest-memory"), "\(refused.err)")
     }
 

@@ -28,8 +28,8 @@ final class PlayerTests {
         defer { gateway.stop() }
         let proxied = "http://127.0.0.1:\(port)/hls.vod.p2p.com/127.0.0.1:\(originPort)/\(sample)?token=\(Self.token)"
         let direct = Live.packageRoot.appendingPathComponent("samples/\(sample)").path
-        let viaGateway = try Players.framemd5(proxied)
-        let fromFiles = try Players.framemd5(direct)
+        let viaGateway = try await Players.framemd5(proxied)
+        let fromFiles = try await Players.framemd5(direct)
         #expect(viaGateway.count > 100, "ffmpeg decoded frames")
         #expect(viaGateway == fromFiles)
     }
@@ -62,8 +62,8 @@ final class PlayerTests {
         let (gateway, port) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(originPort)", "--inherit-query", "token"])
         defer { gateway.stop() }
         let proxied = "http://127.0.0.1:\(port)/hls.vod.p2p.com/127.0.0.1:\(originPort)/show/master.jpg?token=\(Self.token)"
-        let viaGateway = try Players.framemd5(proxied)
-        let fromFiles = try Players.framemd5(samples.appendingPathComponent("master.m3u8").path)
+        let viaGateway = try await Players.framemd5(proxied)
+        let fromFiles = try await Players.framemd5(samples.appendingPathComponent("master.m3u8").path)
         #expect(viaGateway.count > 100, "ffmpeg decoded frames")
         #expect(viaGateway == fromFiles)
     }
@@ -94,9 +94,9 @@ final class PlayerTests {
 
         // 40 frames of each variant (1.6 s at 25 fps, within one segment): a count, not a
         // time, as the loop's timestamps go back where it starts again.
-        let live = try Players.framemd5(master, streams: "0:v", frames: 40)
+        let live = try await Players.framemd5(master, streams: "0:v", frames: 40)
         let samples = Live.packageRoot.appendingPathComponent("samples/hls-ts/master.m3u8").path
-        let vod = Set(try Players.framemd5(samples, streams: "0:v").map { $0.split(separator: ",").last })
+        let vod = await Set(try Players.framemd5(samples, streams: "0:v").map { $0.split(separator: ",").last })
         #expect(live.count > 50, "ffmpeg decoded frames")
         #expect(live.allSatisfy { vod.contains($0.split(separator: ",").last) }, "every frame is one of the samples'")
     }
@@ -107,9 +107,9 @@ enum Players {
 
     /// One line per decoded frame of every stream, with its checksum.
     /// ffmpeg is stopped after `timeout` (a live input it cannot finish would hold the suite).
-    static func framemd5(_ input: String, streams: String = "0", frames: Int? = nil, timeout: TimeInterval = 60) throws -> [Substring] {
+    static func framemd5(_ input: String, streams: String = "0", frames: Int? = nil, timeout: TimeInterval = 60) async throws -> [Substring] {
         let length = frames.map { ["-frames:v", String($0)] } ?? []
-        let r = try ProgramRun.run(
+        let r = try await ProgramRun.run(
             ffmpeg!, ["-hide_banner", "-loglevel", "error", "-allowed_extensions", "ALL", "-i", input, "-map", streams] + length + ["-f", "framemd5", "-"],
             stderr: .discard, timeout: .seconds(timeout))
         guard r.status == 0 && !r.signalled else { throw TestFailure("ffmpeg failed on \(input)") }

@@ -61,7 +61,7 @@ struct HLSCorpusTests {
             base: try Self.playlistURL(file), gateway: Self.gateway)
     }
 
-    @Test func m3u8AgreesOnEverySegmentVariantAndRendition() throws {
+    @Test func m3u8AgreesOnEverySegmentVariantAndRendition() async throws {
         var cases: [[String: String]] = []
         for file in Self.files where Self.expectedFailures[Self.name(file)] == nil {
             let (input, result) = try Self.rewrite(file)
@@ -71,7 +71,7 @@ struct HLSCorpusTests {
                 "base": try Self.playlistURL(file).string, "gateway": Self.gateway,
             ])
         }
-        let (status, out, err) = try TestEnvironment.runPython(
+        let (status, out, err) = try await TestEnvironment.runPython(
             "check_hls.py", [], stdin: try JSONSerialization.data(withJSONObject: cases))
         #expect(status == 0, "\(out)\n\(err)")
         #expect(out.contains("checked \(cases.count) playlists, 0 problems"), "\(out)\n\(err)")

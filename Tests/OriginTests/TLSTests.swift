@@ -9,7 +9,7 @@ import TestScratch
 final class TLSTests {
     let origin: TLSOrigin
 
-    init() throws { origin = try TLSOrigin() }
+    init() async throws { origin = try await TLSOrigin() }
     deinit { origin.stop() }
 
     func client(caFile: String?, version: OriginClient.Configuration.HTTPVersion = .http2OverTLS) -> OriginClient {
@@ -67,11 +67,11 @@ final class TLSOrigin: @unchecked Sendable {
     var otherCertificate: String { folder + "/other.pem" }
     private let process = Process()
 
-    init() throws {
+    init() async throws {
         try FileManager.default.createDirectory(atPath: folder + "/www", withIntermediateDirectories: true)
         try Data(object).write(to: URL(fileURLWithPath: folder + "/www/object.bin"))
         for (name, key) in [("cert", "key"), ("other", "otherkey")] {
-            try Self.run(Self.openssl, [
+            try await Self.run(Self.openssl, [
                 "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
                 "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", "\(folder)/\(key).pem", "-out", "\(folder)/\(name).pem",
             ])
@@ -98,7 +98,7 @@ final class TLSOrigin: @unchecked Sendable {
         let deadline = ContinuousClock.now + .seconds(10)
         while !FileManager.default.fileExists(atPath: folder + "/nginx.pid") {
             guard ContinuousClock.now < deadline, !process.hasEnded else { throw OriginTestFailure("nginx did not start") }
-            Thread.sleep(forTimeInterval: 0.05)
+            try await Task.sleep(for: .milliseconds(50))
         }
     }
 
@@ -130,8 +130,8 @@ final class TLSOrigin: @unchecked Sendable {
         return Int(UInt16(bigEndian: addr.sin_port))
     }
 
-    static func run(_ tool: String, _ arguments: [String]) throws {
-        let r = try ProgramRun.run(tool, arguments, stdout: .discard)
+    static func run(_ tool: String, _ arguments: [String]) async throws {
+        let r = try await ProgramRun.run(tool, arguments, stdout: .discard)
         guard r.status == 0 && !r.signalled else { throw OriginTestFailure("\(tool) \(arguments) failed: \(r.err)") }
     }
 }

@@ -35,9 +35,29 @@ public struct ProgramRun: Sendable {
 
     /// Runs `executable` with `arguments` to its end; `stdin` is what it reads (nothing when
     /// nil). A child still running after `timeout` is killed with its process group (Foundation
-    /// starts each child in a group of its own) and `ProgramTimedOut` thrown. Blocks the
-    /// calling thread while the child runs.
+    /// starts each child in a group of its own) and `ProgramTimedOut` thrown. Waits on a
+    /// thread of its own, not the caller's: tests run on Swift's cooperative threads, as many
+    /// as cores (two here), and a test that held one for a whole ffmpeg decode (seconds, six
+    /// in a row) or a Python checker left every other test of the process the other one.
     public static func run(
+        _ executable: String, _ arguments: [String], stdin: Data? = nil, stdout: Output = .collect,
+        stderr: Output = .collect, folder: URL? = nil, environment: [String: String]? = nil,
+        timeout: Duration = .seconds(300)
+    ) async throws -> ProgramRun {
+        try await withCheckedThrowingContinuation { (done: CheckedContinuation<ProgramRun, any Error>) in
+            Thread {
+                done.resume(with: Result {
+                    try runBlocking(
+                        executable, arguments, stdin: stdin, stdout: stdout, stderr: stderr, folder: folder, environment: environment,
+                        timeout: timeout)
+                })
+            }.start()
+        }
+    }
+
+    /// `run`, waiting on the calling thread: only where no test waits, such as a static
+    /// property's first use.
+    public static func runBlocking(
         _ executable: String, _ arguments: [String], stdin: Data? = nil, stdout: Output = .collect,
         stderr: Output = .collect, folder: URL? = nil, environment: [String: String]? = nil,
         timeout: Duration = .seconds(300)

@@ -21,9 +21,10 @@ enum DASHTestEnvironment {
     }()
 
     /// Runs Tests/python/`script`; returns (exit status, stdout, stderr).
-    static func runPython(_ script: String, _ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
+    static func runPython(_ script: String, _ arguments: [String]) async throws -> (status: Int32, out: String, err: String) {
         let python = ProcessInfo.processInfo.environment["SWARMGATE_PYTHON"] ?? "python3"
-        return try run("/usr/bin/env", [python, packageRoot.appendingPathComponent("Tests/python/\(script)").path] + arguments)
+        let r = try await ProgramRun.run("/usr/bin/env", [python, packageRoot.appendingPathComponent("Tests/python/\(script)").path] + arguments)
+        return (r.status, r.out, r.err)
     }
 
     /// The `swarmgate` executable built beside the test bundle.
@@ -32,9 +33,10 @@ enum DASHTestEnvironment {
         return URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent("swarmgate").path
     }
 
-    /// Runs a program to completion; `stdin` is written to its standard input.
+    /// Runs a program to completion (one that ends in milliseconds: it waits on the caller's
+    /// thread); `stdin` is written to its standard input.
     static func run(_ program: String, _ arguments: [String], stdin: Data? = nil) throws -> (status: Int32, out: String, err: String) {
-        let r = try ProgramRun.run(program, arguments, stdin: stdin)
+        let r = try ProgramRun.runBlocking(program, arguments, stdin: stdin)
         return (r.status, r.out, r.err)
     }
 

@@ -16,7 +16,7 @@ struct FixtureRun {
     /// Rewritten URLs of a non-default BaseURL combination that map to the default one.
     let collapsed: Int
 
-    init(_ mpd: String, url: String = "http://origin.example.com/vod/movie/manifest.mpd") throws {
+    init(_ mpd: String, url: String = "http://origin.example.com/vod/movie/manifest.mpd") async throws {
         let origin = try OriginURL(url)
         var options = DASHRewriter.Options()
         options.gateway = Self.gateway
@@ -31,7 +31,7 @@ struct FixtureRun {
         let after = folder.appendingPathComponent("rewritten.mpd")
         try Data(mpd.utf8).write(to: before)
         try Data(result.output).write(to: after)
-        let resolved = try ResolvedMPD.resolve([(before, url), (after, try Self.check.mpdURL(origin))])
+        let resolved = try await ResolvedMPD.resolve([(before, url), (after, try Self.check.mpdURL(origin))])
         original = resolved[before.path]!
         rewritten = resolved[after.path]!
         (problems, collapsed) = Self.check.compare(original: original, rewritten: rewritten)

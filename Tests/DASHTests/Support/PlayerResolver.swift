@@ -16,8 +16,8 @@ struct ResolvedMPD: Decodable {
     var locations: [String]
 
     /// Runs the resolver on each (file, URL the player fetched it from).
-    static func resolve(_ inputs: [(file: URL, url: String)]) throws -> [String: ResolvedMPD] {
-        let (status, out, err) = try DASHTestEnvironment.runPython(
+    static func resolve(_ inputs: [(file: URL, url: String)]) async throws -> [String: ResolvedMPD] {
+        let (status, out, err) = try await DASHTestEnvironment.runPython(
             "dash_resolve.py", inputs.flatMap { [$0.file.path, $0.url] })
         guard status == 0 else { throw ResolverFailure(description: err) }
         return try JSONDecoder().decode([String: ResolvedMPD].self, from: Data(out.utf8))

@@ -227,7 +227,7 @@ enum Live {
     /// Whether this machine lets `onSmallDisk` mount its disk: user namespaces are allowed
     /// (Debian; Ubuntu 24.04's AppArmor restricts them) and util-linux is installed.
     static let canMountSmallDisks: Bool = {
-        let r = try? ProgramRun.run("/usr/bin/unshare", onSmallDisk(size: "64k", folder: NSTemporaryDirectory(), ["true"]), stderr: .discard)
+        let r = try? ProgramRun.runBlocking("/usr/bin/unshare", onSmallDisk(size: "64k", folder: NSTemporaryDirectory(), ["true"]), stderr: .discard)
         return r?.status == 0 && r?.signalled == false
     }()
 
@@ -275,7 +275,7 @@ extension Live {
 /// xresids as the gateway derives them: lowercase hex MD5 of host + path.
 enum XResIDs {
     static func derived(_ host: String, _ path: String) -> String {
-        let r = try? ProgramRun.run("/usr/bin/md5sum", [], stdin: Data((host + path).utf8))
+        let r = try? ProgramRun.runBlocking("/usr/bin/md5sum", [], stdin: Data((host + path).utf8))
         return String((r?.out ?? "").prefix(32))
     }
 }

@@ -34,9 +34,9 @@ enum TestEnvironment {
     static let python: String = ProcessInfo.processInfo.environment["SWARMGATE_PYTHON"] ?? "python3"
 
     /// Runs a script from Tests/python with the arguments, returning (exit status, stdout, stderr).
-    static func runPython(_ script: String, _ arguments: [String], stdin: Data? = nil) throws -> (Int32, String, String) {
+    static func runPython(_ script: String, _ arguments: [String], stdin: Data? = nil) async throws -> (Int32, String, String) {
         let script = packageRoot.appendingPathComponent("Tests/python/\(script)").path
-        let r = try ProgramRun.run("/usr/bin/env", [python, script] + arguments, stdin: stdin)
+        let r = try await ProgramRun.run("/usr/bin/env", [python, script] + arguments, stdin: stdin)
         return (r.status, r.out, r.err)
     }
 
