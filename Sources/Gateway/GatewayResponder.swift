@@ -179,6 +179,14 @@ public final class GatewayResponder: HTTPResponder {
                 response = try await jobsAPI(path: path, request: request)
                 return finish(response, request: request, route: route, xresid: nil, start: start)
             }
+            if path == "/bans" {
+                route = "/bans"
+                if let refused = admin.failure(adminVerdict(request, context)) {
+                    throw refused
+                }
+                response = try bans(request)
+                return finish(response, request: request, route: route, xresid: nil, start: start)
+            }
             if request.method == .options && Self.isProxyPath(path) {
                 // A browser's preflight for a player on another site (a `Range` request).
                 let headers = PlayerHeaders.preflight(
@@ -356,6 +364,36 @@ public final class GatewayResponder: HTTPResponder {
     func peers() throws(GatewayFailure) -> Response {
         guard let tracker = tracker.withLock({ $0 }) else { throw GatewayFailure(.notFound, "this node logs in to another tracker") }
         return JSONBody.response([("peers", .array(tracker.peerIDs.map { .string($0) }))])
+    }
+
+    /// `GET /bans`: what the tracker of this process proved against peers and still counts,
+    /// by URL; `DELETE /bans?url=URL`: forgets it (`SwarmTracker.liftBan`). The operator's.
+    func bans(_ request: Request) throws(GatewayFailure) -> Response {
+        guard let tracker = tracker.withLock({ $0 }) else { throw GatewayFailure(.notFound, "this node logs in to another tracker") }
+        func fields(_ url: String, _ r: PeerOffences) -> JSONBody.Value {
+            let date = ISO8601DateFormatter()
+            return .object([
+                ("url", .string(url)), ("offences", .int(r.count)), ("lastOffence", .string(date.string(from: r.last))),
+                ("bannedUntil", r.bannedUntil.map { .string(date.string(from: $0)) } ?? .null),
+            ])
+        }
+        switch request.method {
+        case .get, .head:
+            return JSONBody.response([("bans", .array(tracker.offences().map { fields($0.url, $0.record) }))])
+        case .delete:
+            guard let url = request.uri.queryParameters.get("url"), !url.isEmpty else {
+                throw GatewayFailure(.badRequest, "DELETE /bans needs url=URL: the peer URL to forget")
+            }
+            let lifted: PeerOffences?
+            do { lifted = try tracker.liftBan(url) } catch {
+                throw GatewayFailure(.internalServerError, "lifted until the tracker restarts: its database did not forget it: \(error)")
+            }
+            guard let lifted else { throw GatewayFailure(.notFound, "no offences on record for \(SwarmTracker.banKey(url))") }
+            logger.notice("ban lifted by the operator", metadata: ["url": "\(SwarmTracker.banKey(url))", "offences": "\(lifted.count)"])
+            return JSONBody.response([("lifted", fields(SwarmTracker.banKey(url), lifted))])
+        default:
+            throw GatewayFailure(.methodNotAllowed, "GET or DELETE", headers: [.allow: "GET, HEAD, DELETE"])
+        }
     }
 
     func feature(_ request: Request) -> Response {

@@ -53,6 +53,8 @@ struct AdminAccessTests {
         let listed = try await HTTP.get(base + "/jobs", headers: ["Origin": "http://rebound.example:\(port)", "Sec-Fetch-Site": "same-origin"])
         #expect(listed.status == 403)
         #expect(try await HTTP.get(base + "/jobs", headers: ["Sec-Fetch-Site": "none"]).status == 200, "typed into the address bar")
+        let lift = try await HTTP.get(base + "/bans?url=http%3A%2F%2F10.0.0.9", headers: ["Sec-Fetch-Site": "cross-site"], method: "DELETE")
+        #expect(lift.status == 403, "a page cannot lift a liar's ban: \(lift.status)")
         let off = try await HTTP.get(base + "/xdfs.p2p.com/feature?upload=0")
         #expect(off.status == 200 && off.text.contains("\"upload\":false"), "the operator's own request: \(off.text)")
     }
@@ -136,6 +138,10 @@ struct AdminAccessTests {
         #expect(try await HTTP.get(base + "/jobs").status == 401)
         #expect(try await HTTP.get(base + "/jobs", headers: ["Authorization": "Bearer tok-41"]).status == 401)
         #expect(try await HTTP.get(base + "/jobs", headers: ["Authorization": "Bearer tok-42"]).status == 200)
+        // The bans of its own tracker (a gateway without --tracker runs one) likewise.
+        #expect(try await HTTP.get(base + "/bans").status == 401)
+        #expect(try await HTTP.get(base + "/bans?url=http%3A%2F%2F10.0.0.9", method: "DELETE").status == 401)
+        #expect(try await HTTP.get(base + "/bans", headers: ["Authorization": "Bearer tok-42"]).text == #"{"bans":[]}"#)
         #expect(try await HTTP.get(base + "/health").status == 200)
         #expect(try await HTTP.get(base + "/metrics").status == 200)
         // Uploads are switched by the operator only; their state is anyone's to read.

@@ -1301,6 +1301,27 @@ final class SwarmTransferTests {
             let answered = try await login(restartedWS, peer, url)
             #expect(answered?.type == answer, "\(peer) at \(url): \(String(describing: answered))")
         }
+        // The operator sees the ban (`GET /bans`) and lifts it (`DELETE /bans?url=`, a node
+        // whose disk lied and was mended): the URL is let in at once, and a restart does not
+        // bring the ban back. Only a process that runs the tracker has them.
+        let bansURL = "http://127.0.0.1:\(restartedPort)/bans"
+        let listed = try await HTTP.get(bansURL)
+        let bans = (try JSONSerialization.jsonObject(with: listed.body) as? [String: Any])?["bans"] as? [[String: Any]] ?? []
+        #expect(listed.status == 200 && bans.count == 1, "\(listed.text)")
+        #expect(bans.first?["url"] as? String == SwarmTracker.banKey(liarURL) && bans.first?["offences"] as? Int ?? 0 >= 3, "\(listed.text)")
+        #expect(bans.first?["bannedUntil"] is String, "\(listed.text)")
+        #expect(try await HTTP.get("http://127.0.0.1:\(playerPort)/bans").status == 404, "a node of a tracker has no bans of its own")
+        #expect(try await HTTP.get(bansURL, method: "DELETE").status == 400, "no url")
+        let lift = bansURL + "?url=" + liarURL.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        let lifted = try await HTTP.get(lift, method: "DELETE")
+        #expect(lifted.status == 200 && lifted.text.contains("\"lifted\""), "\(lifted.text)")
+        #expect(try await HTTP.get(lift, method: "DELETE").status == 404, "nothing left to lift")
+        #expect(try await HTTP.get(bansURL).text.contains("\"bans\":[]"))
+        #expect(try await login(restartedWS, "liar-lifted", liarURL)?.type == "welcome", "let in at once")
+        restarted.stop()
+        let (third, thirdPort) = try await tracker(dir: dir, originPort: originPort)
+        defer { third.stop() }
+        #expect(try await login("ws://127.0.0.1:\(thirdPort)/swarm/v1/ws", "liar-later", liarURL)?.type == "welcome", "the lift is kept")
     }
 
     /// A report is no proof: the tracker asks the reported peer for the piece itself, as the

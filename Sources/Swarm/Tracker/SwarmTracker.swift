@@ -374,7 +374,7 @@ public final class SwarmTracker: Sendable {
     /// query or fragment (piece paths are appended to it, by every node and by audits).
     /// What offences and bans of peers at `url` are kept under: the URL without trailing
     /// slashes, its scheme and host lowercased (`isPeerURL` holds for it).
-    static func banKey(_ url: String) -> String {
+    public static func banKey(_ url: String) -> String {
         var key = url
         if var c = URLComponents(string: url) {
             c.scheme = c.scheme?.lowercased()
@@ -769,6 +769,28 @@ public final class SwarmTracker: Sendable {
 
     /// What audits proved against peers and still counts, by ban key (`banKey`).
     var offenceRecords: [String: PeerOffences] { state.withLock { $0.offences } }
+
+    /// What audits proved against peers and still counts at `now` (a ban that has not run
+    /// out, offences within `banTime`), by ban key, for the operator (`GET /bans`).
+    public func offences(at now: Date = Date()) -> [(url: String, record: PeerOffences)] {
+        let memory = Double(banTime.milliseconds) / 1000
+        return state.withLock { s in s.offences.filter { $0.value.matters(at: now, memory: memory) } }
+            .map { (url: $0.key, record: $0.value) }.sorted { $0.url < $1.url }
+    }
+
+    /// Forgets what was proven against the peers at `url` (any spelling `banKey` takes to
+    /// the same key): a ban is lifted at once, and the next offence counts from one. The
+    /// operator's (`DELETE /bans`), for a node whose disk lied and was mended. Returns the
+    /// record forgotten (nil: none counted). A node banned from `url` was refused at login:
+    /// it is let in at its next attempt. Throws when the tracker's database cannot forget it
+    /// (the ban is still lifted until the tracker restarts).
+    @discardableResult
+    public func liftBan(_ url: String, at now: Date = Date()) throws -> PeerOffences? {
+        let key = Self.banKey(url), memory = Double(banTime.milliseconds) / 1000
+        let lifted = state.withLock { s in s.offences.removeValue(forKey: key) }
+        try offenceLog?.record(nil, for: key)
+        return lifted.flatMap { $0.matters(at: now, memory: memory) ? $0 : nil }
+    }
 
     /// Ends sessions silent for three heartbeats (their connections end on their next message).
     /// Each as `setSession` ends it: its objects leave the count of all sessions' (a filter of
