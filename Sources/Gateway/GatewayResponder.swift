@@ -328,7 +328,11 @@ public final class GatewayResponder: HTTPResponder {
 
     func metrics() -> Response {
         stats.observeStore(bytes: node.store.usedBytes, diskShortages: node.store.diskShortages)
-        if let load = tracker.withLock({ $0 })?.load { stats.observeTracker(sessions: load.sessions, announcedObjects: load.announcedObjects) }
+        if let tracker = tracker.withLock({ $0 }) {
+            let load = tracker.load, now = Date()
+            let banned = tracker.offences(at: now).count { $0.record.bannedUntil.map { $0 > now } ?? false }
+            stats.observeTracker(sessions: load.sessions, announcedObjects: load.announcedObjects, bannedPeers: banned)
+        }
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
             body: .init(byteBuffer: ByteBuffer(bytes: stats.prometheusText())))

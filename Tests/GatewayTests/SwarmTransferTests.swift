@@ -1310,6 +1310,8 @@ final class SwarmTransferTests {
         #expect(listed.status == 200 && bans.count == 1, "\(listed.text)")
         #expect(bans.first?["url"] as? String == SwarmTracker.banKey(liarURL) && bans.first?["offences"] as? Int ?? 0 >= 3, "\(listed.text)")
         #expect(bans.first?["bannedUntil"] is String, "\(listed.text)")
+        let metricsURL = "http://127.0.0.1:\(restartedPort)/metrics"
+        #expect(try await HTTP.get(metricsURL).text.contains("\nswarmgate_tracker_banned_peers 1.0\n"))
         #expect(try await HTTP.get("http://127.0.0.1:\(playerPort)/bans").status == 404, "a node of a tracker has no bans of its own")
         #expect(try await HTTP.get(bansURL, method: "DELETE").status == 400, "no url")
         let lift = bansURL + "?url=" + liarURL.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
@@ -1317,6 +1319,7 @@ final class SwarmTransferTests {
         #expect(lifted.status == 200 && lifted.text.contains("\"lifted\""), "\(lifted.text)")
         #expect(try await HTTP.get(lift, method: "DELETE").status == 404, "nothing left to lift")
         #expect(try await HTTP.get(bansURL).text.contains("\"bans\":[]"))
+        #expect(try await HTTP.get(metricsURL).text.contains("\nswarmgate_tracker_banned_peers 0.0\n"))
         #expect(try await login(restartedWS, "liar-lifted", liarURL)?.type == "welcome", "let in at once")
         restarted.stop()
         let (third, thirdPort) = try await tracker(dir: dir, originPort: originPort)

@@ -120,7 +120,7 @@ public final class TrafficStats: Sendable {
     private let liveHolds: Counter
     private let liveHoldMilliseconds: Counter
     private let skippedReadAhead: Counter
-    private let trackerGauges = Mutex<(sessions: Gauge, announced: Gauge)?>(nil)
+    private let trackerGauges = Mutex<(sessions: Gauge, announced: Gauge, banned: Gauge)?>(nil)
 
     /// A VOD list was read while too many waited to be planned for read-ahead, and was not.
     public func countSkippedReadAhead() { skippedReadAhead.increment() }
@@ -133,18 +133,21 @@ public final class TrafficStats: Sendable {
 
     /// The figures of the tracker this process runs, read as `/metrics` is scraped: their
     /// gauges exist only in a process that runs one.
-    public func observeTracker(sessions: Int, announcedObjects: Int) {
+    public func observeTracker(sessions: Int, announcedObjects: Int, bannedPeers: Int) {
         let gauges = trackerGauges.withLock { g in
             if g == nil {
                 g = (registry.makeGauge(descriptor: Self.descriptor("tracker_sessions", unit: "", "Nodes logged in to this process's tracker.")),
                      registry.makeGauge(descriptor: Self.descriptor(
                         "tracker_announced_objects", unit: "",
-                        "Objects the nodes logged in to this process's tracker announced, summed over nodes (bounded).")))
+                        "Objects the nodes logged in to this process's tracker announced, summed over nodes (bounded).")),
+                     registry.makeGauge(descriptor: Self.descriptor(
+                        "tracker_banned_peers", unit: "", "Peer URLs this process's tracker bans now, for bad pieces its audits proved (GET /bans).")))
             }
             return g!
         }
         gauges.sessions.set(Double(sessions))
         gauges.announced.set(Double(announcedObjects))
+        gauges.banned.set(Double(bannedPeers))
     }
 
     /// The piece store's figures, read as `/metrics` is scraped.
