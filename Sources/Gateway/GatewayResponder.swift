@@ -111,7 +111,8 @@ public final class GatewayResponder: HTTPResponder {
     }
 
     /// `body`'s result, or `cut` if a stop cuts this response first (`InFlightResponses.drain`,
-    /// when the time it gives responses in flight is up); `body` is cancelled then. For the
+    /// when the time it gives responses in flight is up) or the task is cancelled (a stop at
+    /// once); `body` is cancelled then. For the
     /// waits on an origin before a response's head: a head that does not come, a playlist
     /// trickling in, a blocking reload held. The stop waited for each until its own timeout
     /// (a minute and more, past systemd's 30 s), and a shared playlist fetch ignores its
@@ -135,7 +136,10 @@ public final class GatewayResponder: HTTPResponder {
                 }
             }
         } onCancel: {
+            // Answered at once: the work may not heed its cancellation (a shared playlist
+            // fetch goes on for its other waiters), and a stop at once waited for it.
             race.work.withLock { $0 }?.cancel()
+            race.waiter.withLock { $0.take() }?.resume(returning: cut)
         }
     }
 

@@ -94,7 +94,8 @@ public final class InFlightResponses: Sendable {
         var pause = Duration.milliseconds(5)
         while let buffered = try? await channel.getOption(.bufferedWritableBytes).get(), buffered > 0, channel.isActive {
             guard ContinuousClock.now < end else { return true }
-            try? await Task.sleep(for: pause)
+            // Cancelled: a stop at once, which closes it.
+            do { try await Task.sleep(for: pause) } catch { return true }
             pause = min(pause * 2, .milliseconds(100))
         }
         return false
@@ -106,16 +107,20 @@ public final class InFlightResponses: Sendable {
     /// stopped reading) are closed, and the work on those still being made is cancelled (it
     /// may wait on an origin for its own timeout, up to two minutes): the server's stop waits
     /// for every connection and every handler to end, and one such player held it for good.
-    /// Returns how many responses were left.
+    /// Returns how many responses were left. Cancelled (a second signal: stop at once), it
+    /// waits no more: what is left is closed and cut now.
     func drain(within limit: Duration) async -> Int {
         state.withLock { $0.stopping = true }
         let end = ContinuousClock.now + limit
         while count > 0 && ContinuousClock.now < end {
-            try? await Task.sleep(for: .milliseconds(20))
+            // Not `try?`: a cancelled sleep throws at once, and the loop spun a thread at full
+            // speed until the limit.
+            do { try await Task.sleep(for: .milliseconds(20)) } catch { break }
         }
         let written = state.withLock { s in s.ended.compactMap { $0?.channel }.filter(\.isActive) }
         var left = count
-        for channel in written where await Self.stillBuffers(channel, after: end - ContinuousClock.now) {
+        let buffersEnd = Task.isCancelled ? ContinuousClock.now : end
+        for channel in written where await Self.stillBuffers(channel, after: buffersEnd - ContinuousClock.now) {
             left += 1
             channel.close(promise: nil)
         }

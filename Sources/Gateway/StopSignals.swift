@@ -12,7 +12,7 @@ import UnixSignals
 ///
 /// Trapped before the cache, its SQLite index and the registry are opened: the service group
 /// traps signals only when it runs, and a signal in the ~50 ms before ended the process by the
-/// signal's default action (killed by SIGTERM), mid-way through opening them. A signal that comes during the
+/// signal's default action (status 15 for SIGTERM, 2 for SIGINT), mid-way through opening them. A signal that comes during the
 /// set-up stops the process as soon as its services run.
 public struct StopSignals: Sendable {
     /// A graceful stop's time, all its steps together, before it is cut short.

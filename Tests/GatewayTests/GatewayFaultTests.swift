@@ -220,9 +220,11 @@ final class GatewayFaultTests {
     /// does not come, or a playlist trickling in, with `--origin-idle-timeout 120`) does not
     /// hold the stop past them: the wait is cut. The stop waited for the origin's timeout
     /// (120 s for the head; a trickling playlist or a held blocking reload did the same under
-    /// the defaults, 30-60 s).
-    @Test(arguments: ["stall/held.ts?seconds=300&head=0", "slow/300?delay=0.5&playlist=1"])
-    func aResponseWaitingOnItsOriginDoesNotHoldAStopPastItsLimit(path: String) async throws {
+    /// the defaults, 30-60 s). With a second signal, not even the 20 s: a stop at once cuts
+    /// the wait (the drain spun on its cancelled sleep until its limit, and the trickling
+    /// playlist's shared fetch ignored the cancellation).
+    @Test(arguments: ["stall/held.ts?seconds=300&head=0", "slow/300?delay=0.5&playlist=1"], [false, true])
+    func aResponseWaitingOnItsOriginDoesNotHoldAStopPastItsLimit(path: String, secondSignal: Bool) async throws {
         let (fault, faultPort) = try await Live.faultOrigin()
         defer { fault.stop() }
         let (g, p) = try await Live.gateway(["--allow-origin", "127.0.0.1:\(faultPort)", "--origin-idle-timeout", "120"])
@@ -236,6 +238,15 @@ final class GatewayFaultTests {
             let inflight = try await HTTP.get("http://127.0.0.1:\(faultPort)/count/held").text.firstMatch(of: #/"inflight": (\d+)/#)
             if let inflight, Int(inflight.1) ?? 0 > 0 { break }
             try await Task.sleep(for: .milliseconds(50))
+        }
+        if secondSignal {
+            kill(g.process.processIdentifier, SIGTERM)
+            _ = try await g.waitForStderr(#/(letting the responses in flight end)/#)
+            try await Task.sleep(for: .milliseconds(500))
+            let (status, took) = await g.terminate(within: .seconds(60))
+            #expect(status == 0, "exit status \(String(describing: status)) after \(took)")
+            #expect(took < .seconds(12), "the stop took \(took) after the second signal (the drain alone: 20 s)")
+            return
         }
         let (status, took) = await g.terminate(within: .seconds(150))
         #expect(status == 0, "exit status \(String(describing: status)) after \(took)")

@@ -119,8 +119,10 @@ import UnixSignals
         #expect(seen.cancelled.withLock { $0 })
     }
 
-    /// A signal during the set-up (before the group runs) is kept: the services start and
-    /// are stopped gracefully at once.
+    /// A signal during the set-up (sent before the run) is kept by its sequence: the services
+    /// start and are stopped gracefully at once, whichever of the signal's watcher and the
+    /// group starts first (a shutdown asked before the group runs is kept by the group). The
+    /// process's own signals before the run: `aSignalDuringTheSetUpStopsTheGatewayCleanly`.
     @Test func aSignalBeforeTheGroupRunsStopsItWhenItDoes() async throws {
         let seen = Seen()
         let (signals, send) = AsyncStream.makeStream(of: UnixSignal.self)

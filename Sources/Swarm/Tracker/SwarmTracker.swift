@@ -106,6 +106,10 @@ public final class SwarmTracker: Sendable {
     let verifier: LoginVerifier
     /// Where offences and bans are kept across restarts (none: in memory only).
     private let offenceLog: (any OffenceLog)?
+    /// Held over a change of a URL's offences and its write to `offenceLog`, so that the file
+    /// gets the changes in the order memory did: an audit's ban written after an operator's
+    /// lift of it came back at the next start.
+    private let offenceWrites = Mutex(())
     let secret: String
     /// The checksum registry and the first seed: the node the tracker runs in.
     let host: (any TrackerHost)?
@@ -738,21 +742,23 @@ public final class SwarmTracker: Sendable {
         switch verdict {
         case .bad(let why):
             let now = Date(), memory = Double(banTime.milliseconds) / 1000, key = Self.banKey(report.holderURL)
-            let record = state.withLock { s -> PeerOffences in
-                var r = s.offences[key].flatMap { $0.matters(at: now, memory: memory) ? $0 : nil } ?? PeerOffences(count: 0, last: now)
-                r.count += 1
-                r.last = now
-                if r.count >= banAfter {
-                    r.bannedUntil = now.addingTimeInterval(memory)
-                    for (id, session) in s.sessions where session.banKey == key { s.setSession(id, nil) }
+            let (record, unkept) = offenceWrites.withLock { _ -> (PeerOffences, (any Error)?) in
+                let record = state.withLock { s -> PeerOffences in
+                    var r = s.offences[key].flatMap { $0.matters(at: now, memory: memory) ? $0 : nil } ?? PeerOffences(count: 0, last: now)
+                    r.count += 1
+                    r.last = now
+                    if r.count >= banAfter {
+                        r.bannedUntil = now.addingTimeInterval(memory)
+                        for (id, session) in s.sessions where session.banKey == key { s.setSession(id, nil) }
+                    }
+                    s.offences[key] = r
+                    return r
                 }
-                s.offences[key] = r
-                return r
+                do { try offenceLog?.record(record, for: key) } catch { return (record, error) }
+                return (record, nil)
             }
-            do {
-                try offenceLog?.record(record, for: key)
-            } catch {
-                logger.warning("cannot keep a peer's offences: a restart forgets them", metadata: ["url": "\(key)", "error": "\(error)"])
+            if let unkept {
+                logger.warning("cannot keep a peer's offences: a restart forgets them", metadata: ["url": "\(key)", "error": "\(unkept)"])
             }
             metadata["url"] = "\(report.holderURL)"
             metadata["why"] = "\(why)"
@@ -787,8 +793,11 @@ public final class SwarmTracker: Sendable {
     @discardableResult
     public func liftBan(_ url: String, at now: Date = Date()) throws -> PeerOffences? {
         let key = Self.banKey(url), memory = Double(banTime.milliseconds) / 1000
-        let lifted = state.withLock { s in s.offences.removeValue(forKey: key) }
-        try offenceLog?.record(nil, for: key)
+        let lifted = try offenceWrites.withLock { _ in
+            let lifted = state.withLock { s in s.offences.removeValue(forKey: key) }
+            try offenceLog?.record(nil, for: key)
+            return lifted
+        }
         return lifted.flatMap { $0.matters(at: now, memory: memory) ? $0 : nil }
     }
 
