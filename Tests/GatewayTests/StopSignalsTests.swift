@@ -34,8 +34,12 @@ import UnixSignals
         let seen: Seen
         func run() async throws {
             seen.started.withLock { $0 = true }
-            try? await gracefulShutdown()
-            seen.gracefulShutdown.withLock { $0 = Task.isCancelled == false }
+            // Returns at the graceful shutdown, though the limit may have cancelled the task
+            // by the time it runs again (under a full run's load); throws if cancelled first.
+            do {
+                try await gracefulShutdown()
+                seen.gracefulShutdown.withLock { $0 = true }
+            } catch {}
             while true {
                 do { try await Task.sleep(for: .seconds(60)) } catch {
                     seen.cancelled.withLock { $0 = true }
