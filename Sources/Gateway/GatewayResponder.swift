@@ -130,16 +130,12 @@ public final class GatewayResponder: HTTPResponder {
                     race.waiter.withLock { $0.take() }?.resume(returning: value)
                 }
                 race.work.withLock { $0 = task }
-                token.onCut {
-                    race.work.withLock { $0 }?.cancel()
-                    race.waiter.withLock { $0.take() }?.resume(returning: cut)
-                }
+                token.onCut { race.cut(with: cut) }
             }
         } onCancel: {
-            // Answered at once: the work may not heed its cancellation (a shared playlist
+            // Answered at once too: the work may not heed its cancellation (a shared playlist
             // fetch goes on for its other waiters), and a stop at once waited for it.
-            race.work.withLock { $0 }?.cancel()
-            race.waiter.withLock { $0.take() }?.resume(returning: cut)
+            race.cut(with: cut)
         }
     }
 
@@ -150,6 +146,12 @@ public final class GatewayResponder: HTTPResponder {
     final class StopRace<T: Sendable>: Sendable {
         let waiter = Mutex<CheckedContinuation<T, Never>?>(nil)
         let work = Mutex<Task<Void, Never>?>(nil)
+
+        /// Cancels the work and answers `value`, unless the work answered first.
+        func cut(with value: T) {
+            work.withLock { $0 }?.cancel()
+            waiter.withLock { $0.take() }?.resume(returning: value)
+        }
     }
 
     /// The in-flight token of the response being made, for a body that streams to hold.
@@ -333,9 +335,8 @@ public final class GatewayResponder: HTTPResponder {
     func metrics() -> Response {
         stats.observeStore(bytes: node.store.usedBytes, diskShortages: node.store.diskShortages)
         if let tracker = tracker.withLock({ $0 }) {
-            let load = tracker.load, now = Date()
-            let banned = tracker.offences(at: now).count { $0.record.bannedUntil.map { $0 > now } ?? false }
-            stats.observeTracker(sessions: load.sessions, announcedObjects: load.announcedObjects, bannedPeers: banned)
+            let load = tracker.load
+            stats.observeTracker(sessions: load.sessions, announcedObjects: load.announcedObjects, bannedPeers: tracker.bannedPeers)
         }
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
@@ -392,13 +393,14 @@ public final class GatewayResponder: HTTPResponder {
             guard let url = request.uri.queryParameters.get("url"), !url.isEmpty else {
                 throw GatewayFailure(.badRequest, "DELETE /bans needs url=URL: the peer URL to forget")
             }
+            let key = SwarmTracker.banKey(url)
             let lifted: PeerOffences?
             do { lifted = try tracker.liftBan(url) } catch {
                 throw GatewayFailure(.internalServerError, "lifted until the tracker restarts: its database did not forget it: \(error)")
             }
-            guard let lifted else { throw GatewayFailure(.notFound, "no offences on record for \(SwarmTracker.banKey(url))") }
-            logger.notice("ban lifted by the operator", metadata: ["url": "\(SwarmTracker.banKey(url))", "offences": "\(lifted.count)"])
-            return JSONBody.response([("lifted", fields(SwarmTracker.banKey(url), lifted))])
+            guard let lifted else { throw GatewayFailure(.notFound, "no offences on record for \(key)") }
+            logger.notice("ban lifted by the operator", metadata: ["url": "\(key)", "offences": "\(lifted.count)"])
+            return JSONBody.response([("lifted", fields(key, lifted))])
         default:
             throw GatewayFailure(.methodNotAllowed, "GET or DELETE", headers: [.allow: "GET, HEAD, DELETE"])
         }

@@ -181,6 +181,12 @@ public final class SwarmTracker: Sendable {
     /// Sessions logged in now, and the objects they announced in all (`/metrics`).
     public var load: (sessions: Int, announcedObjects: Int) { state.withLock { ($0.sessions.count, $0.announced) } }
 
+    /// Peer URLs banned now.
+    public var bannedPeers: Int {
+        let now = Date()
+        return state.withLock { s in s.offences.keys.count { s.isBanned(key: $0, at: now) } }
+    }
+
     /// Peer ids logged in now.
     public var peerIDs: [String] { state.withLock { Array($0.sessions.keys).sorted() } }
 
@@ -741,7 +747,7 @@ public final class SwarmTracker: Sendable {
         var metadata: Logger.Metadata = ["peer": "\(report.holder)", "object": "\(report.object)", "piece": "\(report.piece)", "by": "\(report.reporter)"]
         switch verdict {
         case .bad(let why):
-            let now = Date(), memory = Double(banTime.milliseconds) / 1000, key = Self.banKey(report.holderURL)
+            let now = Date(), memory = banMemory, key = Self.banKey(report.holderURL)
             let (record, unkept) = offenceWrites.withLock { _ -> (PeerOffences, (any Error)?) in
                 let record = state.withLock { s -> PeerOffences in
                     var r = s.offences[key].flatMap { $0.matters(at: now, memory: memory) ? $0 : nil } ?? PeerOffences(count: 0, last: now)
@@ -773,13 +779,16 @@ public final class SwarmTracker: Sendable {
         }
     }
 
+    /// `banTime` in seconds, as offence records count it.
+    private var banMemory: TimeInterval { Double(banTime.milliseconds) / 1000 }
+
     /// What audits proved against peers and still counts, by ban key (`banKey`).
     var offenceRecords: [String: PeerOffences] { state.withLock { $0.offences } }
 
     /// What audits proved against peers and still counts at `now` (a ban that has not run
     /// out, offences within `banTime`), by ban key, for the operator (`GET /bans`).
     public func offences(at now: Date = Date()) -> [(url: String, record: PeerOffences)] {
-        let memory = Double(banTime.milliseconds) / 1000
+        let memory = banMemory
         return state.withLock { s in s.offences.filter { $0.value.matters(at: now, memory: memory) } }
             .map { (url: $0.key, record: $0.value) }.sorted { $0.url < $1.url }
     }
@@ -792,7 +801,7 @@ public final class SwarmTracker: Sendable {
     /// (the ban is still lifted until the tracker restarts).
     @discardableResult
     public func liftBan(_ url: String, at now: Date = Date()) throws -> PeerOffences? {
-        let key = Self.banKey(url), memory = Double(banTime.milliseconds) / 1000
+        let key = Self.banKey(url), memory = banMemory
         let lifted = try offenceWrites.withLock { _ in
             let lifted = state.withLock { s in s.offences.removeValue(forKey: key) }
             try offenceLog?.record(nil, for: key)
